@@ -1,0 +1,185 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every Tether target shares.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+extension Target.Dependency {
+    static let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+    static let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+    static let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+    static let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
+    static let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
+}
+
+/// A program: a library target with its logic under `Services/<folder>/<library>`
+/// and a thin executable under `Services/<folder>/<executable>`.
+func program(
+    _ executable: String,
+    library: String,
+    folder: String,
+    dependencies: [Target.Dependency]
+) -> [Target] {
+    [
+        .target(
+            name: library,
+            dependencies: dependencies,
+            path: "Services/\(folder)/\(library)",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: executable,
+            dependencies: [.target(name: library), "TetherService", .argumentParser],
+            path: "Services/\(folder)/\(executable)",
+            swiftSettings: swiftSettings
+        ),
+    ]
+}
+
+let package = Package(
+    name: "tether",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tether", targets: ["tether"]),
+        .executable(name: "tether-bus", targets: ["tether-bus"]),
+        .executable(name: "tether-netmon", targets: ["tether-netmon"]),
+        .executable(name: "tether-connd", targets: ["tether-connd"]),
+        .executable(name: "tether-protod", targets: ["tether-protod"]),
+        .executable(name: "tether-snapd", targets: ["tether-snapd"]),
+        .executable(name: "tether-tap", targets: ["tether-tap"]),
+        .executable(name: "tether-gateway", targets: ["tether-gateway"]),
+        .executable(name: "tether-compose", targets: ["tether-compose"]),
+        .library(name: "TetherSchema", targets: ["TetherSchema"]),
+        .library(name: "TetherBus", targets: ["TetherBus"]),
+        .library(name: "TetherWire", targets: ["TetherWire"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
+    ],
+    targets: [
+        // MARK: Shared
+
+        // libzmq from the system (Debian: libzmq3-dev). The module map links "zmq"
+        // directly: Debian's libzmq.pc carries an -isystem flag SwiftPM refuses.
+        .systemLibrary(
+            name: "CZeroMQ",
+            path: "Shared/CZeroMQ",
+            providers: [.apt(["libzmq3-dev"])]
+        ),
+        // Linux headers the Glibc module leaves out (eventfd).
+        .systemLibrary(name: "CLinux", path: "Shared/CLinux"),
+        .target(
+            name: "TetherWire",
+            path: "Shared/TetherWire",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TetherSchema",
+            dependencies: ["TetherWire"],
+            path: "Shared/TetherSchema",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TetherBus",
+            dependencies: ["CZeroMQ", "CLinux", "TetherSchema", .logging],
+            path: "Shared/TetherBus",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TetherService",
+            dependencies: ["TetherBus", "TetherSchema", .argumentParser, .logging, .serviceLifecycle],
+            path: "Shared/TetherService",
+            swiftSettings: swiftSettings
+        ),
+    ]
+        // MARK: Programs
+        + program(
+            "tether-bus", library: "BusProxy", folder: "Bus",
+            dependencies: ["CZeroMQ", "TetherBus", .logging, .serviceLifecycle]
+        )
+        + program(
+            "tether-gateway", library: "DevGateway", folder: "Gateway",
+            dependencies: [
+                "TetherWire", .logging, .serviceLifecycle,
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ]
+        )
+        + program(
+            "tether-connd", library: "ConnectionManager", folder: "Connd",
+            dependencies: [
+                "TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle,
+                .product(name: "WSClient", package: "swift-websocket"),
+            ]
+        )
+        + program(
+            "tether-protod", library: "ProtocolHandler", folder: "Protod",
+            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle, .grdb]
+        )
+        + program(
+            "tether-snapd", library: "SnapshotStore", folder: "Snapd",
+            dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle, .grdb]
+        )
+        + program(
+            "tether-netmon", library: "NetworkMonitor", folder: "Netmon",
+            dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle]
+        )
+        + program(
+            "tether", library: "FrontEnd", folder: "Tether",
+            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging]
+        )
+        + program(
+            "tether-tap", library: "BusTap", folder: "Tap",
+            dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging]
+        )
+        + program(
+            "tether-compose", library: "ComposeSupervisor", folder: "Compose",
+            dependencies: [
+                "TetherBus", "TetherSchema", "TetherService", .logging, .systemPackage,
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ]
+        )
+        + [
+            // MARK: Tests
+
+            .target(
+                name: "TetherTesting",
+                dependencies: ["TetherBus", "TetherSchema", .logging, .systemPackage],
+                path: "Tests/TetherTesting",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TetherWireTests",
+                dependencies: ["TetherWire"],
+                path: "Tests/TetherWireTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TetherBusTests",
+                dependencies: ["TetherBus", "TetherSchema", "TetherTesting", "CZeroMQ"],
+                path: "Tests/TetherBusTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "EndToEndTests",
+                dependencies: ["TetherTesting", "TetherSchema", "TetherWire"],
+                path: "Tests/EndToEndTests",
+                swiftSettings: swiftSettings
+            ),
+        ],
+    swiftLanguageModes: [.v6]
+)

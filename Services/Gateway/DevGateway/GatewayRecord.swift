@@ -1,0 +1,75 @@
+public import Foundation
+import TetherWire
+
+/// One chat message as the gateway received it.
+public struct RecordedMessage: Codable, Hashable, Sendable {
+    public var id: String
+    public var content: String
+    public var receivedAt: Date
+    /// The number of the WebSocket connection it arrived on, from 1.
+    public var connection: Int
+
+    public init(id: String, content: String, receivedAt: Date, connection: Int) {
+        self.id = id
+        self.content = content
+        self.receivedAt = receivedAt
+        self.connection = connection
+    }
+}
+
+/// Every chat message the gateway received, once each, in arrival order; also appended to a
+/// JSON-lines file when one is configured, so tests and people can read it.
+actor GatewayRecord {
+    private var messages: [RecordedMessage] = []
+    private var seenIDs: Set<String> = []
+    private let file: FileHandle?
+
+    init(path: String?) throws {
+        if let path {
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw GatewayError("cannot create the record file \(path)")
+                }
+            }
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            try handle.seekToEnd()
+            file = handle
+        } else {
+            file = nil
+        }
+    }
+
+    /// Records a message; false when its id was recorded before (a retry, not a new message).
+    func add(_ message: ChatMessage, connection: Int) -> Bool {
+        guard seenIDs.insert(message.id.value).inserted else { return false }
+        let recorded = RecordedMessage(id: message.id.value, content: message.content, receivedAt: Date(), connection: connection)
+        messages.append(recorded)
+        if let file, var line = try? JSONEncoder.gateway.encode(recorded) {
+            line.append(0x0A)
+            try? file.write(contentsOf: line)
+        }
+        return true
+    }
+
+    func all() -> [RecordedMessage] {
+        messages
+    }
+}
+
+extension JSONEncoder {
+    static var gateway: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}
+
+/// An error starting the gateway.
+public struct GatewayError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import DevGateway
+import Foundation
+import Hummingbird
+import Logging
+import TetherService
+
+@main
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tether-gateway",
+        abstract: "A development gateway that speaks the Tether wire protocol, with a demo bot.",
+        discussion: """
+            Clients connect to ws://HOST:PORT/ws with "Authorization: Bearer TOKEN". Every chat \
+            message received is kept in the record: GET /record (same token) or the --record file.
+            """
+    )
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on; 0 picks a free one.")
+    var port = 8765
+
+    @Option(help: "A file holding the bearer token (mode 0600). Else $TETHER_GATEWAY_TOKEN.")
+    var tokenFile: String?
+
+    @Option(help: "Append every chat message received to this file, one JSON object a line.")
+    var record: String?
+
+    @Option(help: "Write the port to this file once listening.")
+    var portFile: String?
+
+    @Option(help: "The bot's name.")
+    var botName = "Opta"
+
+    @Option(help: "Milliseconds between streamed chunks.")
+    var chunkDelay = 20
+
+    @Option(help: "Log level.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
+    }
+
+    func run() async throws {
+        LoggingBootstrap.bootstrap(level: logLevel)
+        let token: String
+        if let tokenFile {
+            token = try SecretFile.read(tokenFile)
+        } else if let fromEnvironment = ProcessInfo.processInfo.environment["TETHER_GATEWAY_TOKEN"], !fromEnvironment.isEmpty {
+            token = fromEnvironment
+        } else {
+            throw ValidationError("no token: pass --token-file FILE or set TETHER_GATEWAY_TOKEN")
+        }
+        let configuration = GatewayConfiguration(
+            host: host, port: port, token: token, recordPath: record, portFile: portFile, botName: botName,
+            chunkDelay: .milliseconds(chunkDelay))
+        let app = try DevGateway.makeApplication(configuration: configuration, logger: Logger(label: "tether-gateway"))
+        try await app.runService()
+    }
+}

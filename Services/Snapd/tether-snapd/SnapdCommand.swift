@@ -1,0 +1,25 @@
+import ArgumentParser
+import Logging
+import SnapshotStore
+import TetherBus
+import TetherService
+
+@main
+struct SnapdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tether-snapd",
+        abstract: "The snapshot store: the transcript in SQLite, for a front end's first frame."
+    )
+
+    @OptionGroup var options: ProgramOptions
+
+    @Option(help: "The transcript database (default: snapd.sqlite in the run directory).")
+    var database: String?
+
+    func run() async throws {
+        let path = database ?? options.resolvedRunDirectory.file("snapd.sqlite")
+        try await BusProgram.run("tether-snapd", options: options) { bus, logger in
+            [SnapshotService(bus: bus, store: try TranscriptStore(path: path), logger: logger)]
+        }
+    }
+}

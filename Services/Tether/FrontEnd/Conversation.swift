@@ -1,0 +1,99 @@
+import Foundation
+public import TetherBus
+public import TetherSchema
+public import TetherWire
+
+/// How a `tether send` ended.
+public enum SendOutcome: Sendable, Equatable {
+    /// Delivered, and the bot's reply arrived whole.
+    case replied(TranscriptEntry)
+    /// Delivered; no whole reply within the time allowed.
+    case deliveredWithoutReply
+    /// Committed to the outbox but not acknowledged within the time allowed; it stays queued.
+    case notDelivered(DeliveryStatus)
+    /// The gateway refused it.
+    case failed(String)
+
+    /// The process exit code `tether send` ends with.
+    public var exitCode: Int32 {
+        switch self {
+        case .replied: 0
+        case .deliveredWithoutReply: 3
+        case .notDelivered, .failed: 1
+        }
+    }
+}
+
+/// A front end's view of the conversation through the bus.
+public struct Conversation: Sendable {
+    private let bus: BusClient
+
+    public init(bus: BusClient) {
+        self.bus = bus
+    }
+
+    /// Sends `text` and waits, up to `timeout`, for its acknowledgement and the bot's reply.
+    ///
+    /// Subscribes before sending so no event is missed; the send itself is a command to
+    /// tether-protod, answered once the message is committed to its outbox.
+    public func send(_ text: String, id: MessageID = .random(), timeout: Duration) async throws -> SendOutcome {
+        let events = try await bus.subscribe(to: ["conv."], confirm: true)
+        let accepted = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
+        let tracker = SendTracker(id: id, initial: accepted.status)
+        return try await withThrowingTaskGroup(of: SendOutcome?.self) { group in
+            group.addTask {
+                var tracker = tracker
+                for await message in events {
+                    if let outcome = tracker.observe(message) { return outcome }
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            if let first { return first }
+            return await tracker.timedOut(bus: bus)
+        }
+    }
+
+    /// The latest transcript from tether-snapd.
+    public func transcript(limit: Int = 1000) async throws -> [TranscriptEntry] {
+        try await bus.request(TranscriptCommand.self, .init(limit: limit)).entries
+    }
+}
+
+/// Follows one sent message through the conversation events.
+struct SendTracker: Sendable {
+    let id: MessageID
+    var status: DeliveryStatus
+
+    init(id: MessageID, initial: DeliveryStatus) {
+        self.id = id
+        self.status = initial
+    }
+
+    /// The outcome, once the events decide it.
+    mutating func observe(_ message: BusMessage) -> SendOutcome? {
+        switch message.topic {
+        case .conversationDelivery:
+            guard let update = try? message.decode(DeliveryUpdate.self), update.id == id else { return nil }
+            if update.status.rank >= status.rank { status = update.status }
+            if update.status == .failed { return .failed(update.detail ?? "the gateway refused the message") }
+        case .conversationMessage:
+            guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id, entry.status == .received else { return nil }
+            // A reply implies the message was delivered, even if its acknowledgement event was missed.
+            return .replied(entry)
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// The outcome when time ran out.
+    func timedOut(bus: BusClient) async -> SendOutcome {
+        status == .delivered ? .deliveredWithoutReply : .notDelivered(status)
+    }
+}

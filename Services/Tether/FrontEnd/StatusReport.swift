@@ -1,0 +1,89 @@
+public import Foundation
+public import TetherBus
+public import TetherSchema
+public import TetherWire
+
+/// What `tether status` shows: each program's heartbeat and the retained state of the set.
+public struct StatusReport: Sendable, Codable {
+    public var programs: [Heartbeat] = []
+    public var connection: ConnectionStatus?
+    public var network: NetworkPath?
+    public var outbox: OutboxSummary?
+    public var bot: BotActivity?
+
+    public init() {}
+
+    /// Listens to the bus for `duration` (a little over one heartbeat) and gathers the report.
+    public static func gather(bus: BusClient, duration: Duration = .milliseconds(1500)) async throws(BusError) -> StatusReport {
+        let subscription = try await bus.subscribe(
+            to: [Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name],
+            confirm: true)
+        return await withTaskGroup(of: StatusReport?.self) { group in
+            group.addTask {
+                var report = StatusReport()
+                var heartbeats: [String: Heartbeat] = [:]
+                for await message in subscription {
+                    switch message.topic {
+                    case .heartbeat: if let beat = try? message.decode(Heartbeat.self) { heartbeats[beat.program] = beat }
+                    case .connectionState: report.connection = try? message.decode(ConnectionStatus.self)
+                    case .networkPath: report.network = try? message.decode(NetworkPath.self)
+                    case .outboxSummary: report.outbox = try? message.decode(OutboxSummary.self)
+                    case .botState: report.bot = try? message.decode(BotActivity.self)
+                    default: break
+                    }
+                    report.programs = heartbeats.values.sorted { $0.program < $1.program }
+                    if Task.isCancelled { break }
+                }
+                return report
+            }
+            group.addTask {
+                try? await Task.sleep(for: duration)
+                return nil
+            }
+            _ = await group.next()
+            group.cancelAll()
+            return (await group.next() ?? nil) ?? StatusReport()
+        }
+    }
+
+    /// The report as a table and a few lines of words.
+    public func render(now: Date = Date()) -> String {
+        var lines = [pad("PROGRAM", 16) + pad("STATE", 14) + pad("PID", 9) + pad("UP", 10) + "DROPPED"]
+        for beat in programs {
+            lines.append(
+                pad(beat.program, 16) + pad(beat.state, 14) + pad("\(beat.pid)", 9) + pad(Self.uptime(now.timeIntervalSince(beat.startedAt)), 10)
+                    + "\(beat.dropped)")
+        }
+        if programs.isEmpty { lines.append("(no program answered on the bus)") }
+        lines.append("")
+        if let connection {
+            var words = "connection: \(connection.phase.words) \(connection.url) (epoch \(connection.epoch))"
+            if let error = connection.lastError, connection.phase != .connected { words += " — \(error)" }
+            lines.append(words)
+        } else {
+            lines.append("connection: unknown (tether-connd is not running)")
+        }
+        if let network {
+            lines.append(
+                network.satisfied
+                    ? "network: available via \(network.interface ?? "?") (\(network.kind?.rawValue ?? "other"))"
+                    : "network: unavailable (\(network.reason ?? "no usable route"))")
+        } else {
+            lines.append("network: unknown (tether-netmon is not running)")
+        }
+        lines.append("outbox: " + (outbox.map { "\($0.pending) pending" } ?? "unknown (tether-protod is not running)"))
+        if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
+        return lines.joined(separator: "\n")
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+
+    static func uptime(_ seconds: TimeInterval) -> String {
+        let total = Int(max(0, seconds))
+        if total < 60 { return "\(total)s" }
+        if total < 3600 { return "\(total / 60)m\(total % 60)s" }
+        return "\(total / 3600)h\(total % 3600 / 60)m"
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+public import TetherSchema
+import TetherWire
+
+/// Writes conversation entries as lines people read.
+public struct TranscriptFormatter: Sendable {
+    public init() {}
+
+    /// `12:00:01 you: hello [delivered]`, or `12:00:02 Opta: You said: hello`.
+    public func line(for entry: TranscriptEntry) -> String {
+        let time = entry.timestamp.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits).second(.twoDigits))
+        switch entry.sender {
+        case .user:
+            return "\(time) you: \(entry.content) [\(entry.status.rawValue)]"
+        case .bot(let name):
+            let suffix = entry.status == .incomplete ? " [incomplete]" : ""
+            return "\(time) \(name.isEmpty ? "bot" : name): \(entry.content)\(suffix)"
+        }
+    }
+
+    /// `  message 1f2e… is now delivered`.
+    public func line(for update: DeliveryUpdate) -> String {
+        "  message \(update.id.value.prefix(8)) is now \(update.status.rawValue)" + (update.detail.map { ": \($0)" } ?? "")
+    }
+}

@@ -1,0 +1,169 @@
+import ArgumentParser
+import Foundation
+import FrontEnd
+import Logging
+import TetherBus
+import TetherSchema
+import TetherService
+import TetherWire
+
+@main
+struct TetherCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tether",
+        abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
+        subcommands: [Send.self, Watch.self, Status.self]
+    )
+}
+
+/// Opens a bus client for a command-line front end; a clear error if the run directory is unusable.
+func openBus(_ options: ProgramOptions) throws -> BusClient {
+    options.bootstrapLogging()
+    return try BusClient(source: "tether", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether"))
+}
+
+/// Exit code when the set is not running.
+let notRunningExitCode: Int32 = 4
+
+func exitNotRunning(_ error: BusError) -> ExitCode {
+    FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
+    return ExitCode(notRunningExitCode)
+}
+
+struct Send: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a message and print the bot's reply.",
+        discussion: """
+            Exit codes: 0 delivered and the reply printed; 1 not delivered in time (it stays queued \
+            and is sent when the connection returns) or refused; 3 delivered but no whole reply in \
+            time; 4 the set is not running.
+            """
+    )
+
+    @OptionGroup var options: ProgramOptions
+
+    @Argument(help: "The message.")
+    var text: [String]
+
+    @Option(help: "Seconds to wait for the acknowledgement and the reply.")
+    var timeout: Double = 30
+
+    func validate() throws {
+        guard !text.joined().trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the message is empty") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let bus = try openBus(options)
+        defer { Task { await bus.close() } }
+        let outcome: SendOutcome
+        do {
+            outcome = try await Conversation(bus: bus).send(text.joined(separator: " "), timeout: .milliseconds(Int(timeout * 1000)))
+        } catch let error as BusError {
+            throw error.isUnreachable ? exitNotRunning(error) : error
+        }
+        switch outcome {
+        case .replied(let entry):
+            print(entry.content)
+        case .deliveredWithoutReply:
+            FileHandle.standardError.write(Data("tether: delivered, but no whole reply within \(timeout) s\n".utf8))
+        case .notDelivered(let status):
+            FileHandle.standardError.write(
+                Data("tether: not delivered within \(timeout) s (the message is \(status.rawValue); it will be sent when the gateway is reachable)\n".utf8))
+        case .failed(let reason):
+            FileHandle.standardError.write(Data("tether: not delivered: \(reason)\n".utf8))
+        }
+        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the conversation as it happens, starting with the stored transcript.")
+
+    @OptionGroup var options: ProgramOptions
+
+    @Flag(help: "One JSON object a line: {\"topic\", \"body\"}.")
+    var json = false
+
+    @Option(help: "How many stored messages to print first.")
+    var history = 50
+
+    func run() async throws {
+        let bus = try openBus(options)
+        do {
+            try await follow(bus)
+        } catch {
+            throw error.isUnreachable ? exitNotRunning(error) : error
+        }
+    }
+
+    /// Prints the stored transcript, then every change, until interrupted.
+    private func follow(_ bus: BusClient) async throws(BusError) {
+        let conversation = Conversation(bus: bus)
+        let formatter = TranscriptFormatter()
+        // Subscribe first, then read the snapshot: nothing falls between the two.
+        let events = try await bus.subscribe(to: ["conv."], confirm: true)
+        let stored = (try? await conversation.transcript(limit: history)) ?? []
+        var printed = Set(stored.map(\.id))
+        for entry in stored {
+            emit(json ? JSONLine.encode(topic: Topic.conversationMessage, entry) : formatter.line(for: entry))
+        }
+        for await message in events {
+            if json {
+                emit(JSONLine.encode(topic: message.topic, raw: message.body))
+                continue
+            }
+            switch message.topic {
+            case .conversationMessage:
+                guard let entry = try? message.decode(TranscriptEntry.self) else { continue }
+                if printed.insert(entry.id).inserted || entry.sender != .user { emit(formatter.line(for: entry)) }
+            case .conversationDelivery:
+                guard let update = try? message.decode(DeliveryUpdate.self) else { continue }
+                emit(formatter.line(for: update))
+            default:
+                break
+            }
+        }
+    }
+
+    private func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show each program, the connection, the network and the outbox.")
+
+    @OptionGroup var options: ProgramOptions
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func run() async throws {
+        let bus = try openBus(options)
+        let report: StatusReport
+        do {
+            report = try await StatusReport.gather(bus: bus)
+        } catch {
+            throw error.isUnreachable ? exitNotRunning(error) : error
+        }
+        if json {
+            print(String(decoding: try BusSchema.makeEncoder().encode(report), as: UTF8.self))
+        } else {
+            print(report.render())
+        }
+        await bus.close()
+    }
+}
+
+/// JSON lines for `--json` output.
+enum JSONLine {
+    static func encode(topic: Topic, _ value: some Encodable) -> String {
+        encode(topic: topic, raw: (try? BusSchema.makeEncoder().encode(value)) ?? Data("null".utf8))
+    }
+
+    static func encode(topic: Topic, raw body: Data) -> String {
+        let topicJSON = String(decoding: (try? JSONEncoder().encode(topic.name)) ?? Data(), as: UTF8.self)
+        return "{\"topic\":\(topicJSON),\"body\":\(String(decoding: body, as: UTF8.self))}"
+    }
+}

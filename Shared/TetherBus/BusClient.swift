@@ -1,0 +1,233 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+public import Logging
+import Synchronization
+public import TetherSchema
+
+/// A program's connection to the Tether bus.
+///
+/// Publishes through the proxy's `bus.in`, subscribes at its `bus.out`, serves and sends
+/// commands over request/reply endpoints in the run directory. Every ZeroMQ socket belongs
+/// to one thread, the client's own, which runs `zmq_poll`; the methods here hand work to
+/// it through a mailbox and bridge what it receives into Swift concurrency.
+public final class BusClient: Sendable {
+    /// The program name written as the source of every message.
+    public let source: String
+    /// The run directory holding the endpoints.
+    public let runDirectory: RunDirectory
+
+    let mailbox: Mailbox<BusOperation>
+    private let counters: BusCounterBox
+    private let nextID = Atomic<Int>(1)
+    private let locks = Mutex<[LockFile]>([])
+    private let logger: Logger
+
+    /// Connects to the bus in `runDirectory` (creating the directory 0700 if needed).
+    ///
+    /// Connecting never waits for the proxy: ZeroMQ connects when it appears, and again
+    /// after it restarts; retained values are published again to every new subscription.
+    public init(source: String, runDirectory: RunDirectory, logger: Logger) throws(BusError) {
+        try runDirectory.prepare()
+        let busIn = try runDirectory.endpoint(Endpoints.busIn)
+        let busOut = try runDirectory.endpoint(Endpoints.busOut)
+        self.source = source
+        self.runDirectory = runDirectory
+        self.logger = logger
+        let mailbox = try Mailbox<BusOperation>()
+        let counters = BusCounterBox()
+        self.mailbox = mailbox
+        self.counters = counters
+        let configuration = BusEventLoop.Configuration(
+            source: source, busIn: busIn, busOut: busOut, runDirectory: runDirectory, logger: logger)
+        let thread = Thread {
+            BusEventLoop(configuration: configuration, mailbox: mailbox, counters: counters).run()
+        }
+        thread.name = "tether-bus-client"
+        thread.start()
+    }
+
+    /// A snapshot of the traffic counters.
+    public var statistics: BusCounters {
+        counters.snapshot
+    }
+
+    // MARK: Publishing
+
+    /// Publishes an event.
+    public func publish(_ payload: some Encodable, on topic: Topic) throws(BusError) {
+        try post(.publish(topic: topic.name, body: try encode(payload), retain: false))
+    }
+
+    /// Publishes a retained value: sent now, and again to every subscription that matches
+    /// it later, until the next value replaces it.
+    public func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) {
+        try post(.publish(topic: topic.name, body: try encode(payload), retain: true))
+    }
+
+    /// Publishes raw frames exactly as given. For tools that replay or test the bus.
+    public func publishRaw(_ frames: [[UInt8]]) throws(BusError) {
+        try post(.publishRaw(frames: frames))
+    }
+
+    private func encode(_ payload: some Encodable) throws(BusError) -> [UInt8] {
+        let data: Data
+        do {
+            data = try BusSchema.makeEncoder().encode(payload)
+        } catch {
+            throw .encoding("cannot encode \(type(of: payload)): \(error)")
+        }
+        guard data.count <= BusSchema.maximumBodySize else {
+            throw .tooLarge(size: data.count, limit: BusSchema.maximumBodySize)
+        }
+        return Array(data)
+    }
+
+    // MARK: Subscribing
+
+    /// Subscribes to every topic that starts with one of `prefixes` (`""` for all).
+    ///
+    /// With `confirm`, returns only once a probe message has made the round trip through
+    /// the proxy, so nothing published after this call returns is missed; it throws
+    /// ``BusError/busUnavailable(path:)`` when the proxy does not answer within `timeout`.
+    /// Without it, returns at once: the subscription starts working whenever the proxy is there.
+    public func subscribe(
+        to prefixes: [String],
+        confirm: Bool = false,
+        timeout: Duration = .seconds(5)
+    ) async throws(BusError) -> BusSubscription {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (stream, continuation) = AsyncStream<BusMessage>.makeStream(bufferingPolicy: .bufferingNewest(65_536))
+        let mailbox = self.mailbox
+        continuation.onTermination = { _ in
+            mailbox.post(.unsubscribe(id: id))
+        }
+        if confirm {
+            let result: Result<Void, BusError> = await withCheckedContinuation { confirmation in
+                let posted = mailbox.post(
+                    .subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout))
+                if !posted { confirmation.resume(returning: .failure(.closed)) }
+            }
+            try result.get()
+        } else {
+            try post(.subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: nil, timeout: timeout))
+        }
+        return BusSubscription(stream: stream)
+    }
+
+    // MARK: Commands
+
+    /// Sends a command to its owner and waits for the reply (the Lazy Pirate pattern: on
+    /// each timeout the socket is replaced and the request sent again with the same id).
+    public func request<Command: BusCommand>(
+        _ command: Command.Type,
+        _ request: Command.Request,
+        requestID: String = UUID().uuidString.lowercased(),
+        timeout: Duration = .milliseconds(2500),
+        attempts: Int = 3
+    ) async throws(BusError) -> Command.Reply {
+        let body = try encode(request)
+        let endpoint = try runDirectory.endpoint(Command.endpoint)
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let frames = [Array(requestID.utf8), Array(Command.method.utf8), body]
+        let mailbox = self.mailbox
+        let result: Result<[[UInt8]], BusError> = await withCheckedContinuation { continuation in
+            let posted = mailbox.post(
+                .request(
+                    id: id, name: Command.endpoint, endpoint: endpoint, frames: frames,
+                    timeout: timeout, attempts: max(1, attempts), continuation: continuation))
+            if !posted { continuation.resume(returning: .failure(.closed)) }
+        }
+        let reply = try result.get()
+        guard reply.count == 3, reply[0] == Array(requestID.utf8) else {
+            throw .malformedReply(endpoint: Command.endpoint)
+        }
+        let status = String(decoding: reply[1], as: UTF8.self)
+        guard status == "ok" else {
+            throw .remote(endpoint: Command.endpoint, message: String(decoding: reply[2], as: UTF8.self))
+        }
+        do {
+            return try BusSchema.makeDecoder().decode(Command.Reply.self, from: Data(reply[2]))
+        } catch {
+            throw .encoding("reply from \(Command.endpoint) is not a \(Command.Reply.self): \(error)")
+        }
+    }
+
+    /// Binds the request endpoint `name` in the run directory and returns the commands that
+    /// arrive there. Holds `name.lock` first: a second program serving the same endpoint is refused.
+    public func serve(endpoint name: String) async throws(BusError) -> AsyncStream<IncomingCommand> {
+        let lock = try LockFile(path: runDirectory.file(name + ".lock"), name: name)
+        let endpoint = try runDirectory.endpoint(name)
+        // A socket file left by a program that died: the lock says nobody serves it now.
+        unlink(runDirectory.file(name))
+        let (stream, continuation) = AsyncStream<IncomingCommand>.makeStream(bufferingPolicy: .bufferingOldest(10_000))
+        let mailbox = self.mailbox
+        let result: Result<Void, BusError> = await withCheckedContinuation { ready in
+            let posted = mailbox.post(.serve(name: name, endpoint: endpoint, continuation: continuation, ready: ready))
+            if !posted { ready.resume(returning: .failure(.closed)) }
+        }
+        try result.get()
+        locks.withLock { $0.append(lock) }
+        return stream
+    }
+
+    /// Answers a command with a reply body.
+    public func reply(to command: IncomingCommand, with reply: some Encodable) throws(BusError) {
+        try self.reply(to: command, encodedBody: Data(try encode(reply)))
+    }
+
+    /// Answers a command with a reply body encoded already.
+    public func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError) {
+        try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("ok".utf8), Array(encodedBody)]))
+    }
+
+    /// Answers a command with an error in words.
+    public func reply(to command: IncomingCommand, error message: String) throws(BusError) {
+        try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("error".utf8), Array(message.utf8)]))
+    }
+
+    // MARK: Lifetime
+
+    /// Closes every socket (publications still queued get a short linger) and ends every
+    /// subscription and command stream.
+    public func close() async {
+        let mailbox = self.mailbox
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            if !mailbox.post(.shutdown(done)) { done.resume() }
+        }
+        locks.withLock { $0.removeAll() }
+    }
+
+    private func post(_ operation: BusOperation) throws(BusError) {
+        guard mailbox.post(operation) else { throw .closed }
+    }
+}
+
+/// The messages of one subscription.
+public struct BusSubscription: AsyncSequence, Sendable {
+    public typealias Element = BusMessage
+    let stream: AsyncStream<BusMessage>
+
+    public func makeAsyncIterator() -> AsyncStream<BusMessage>.AsyncIterator {
+        stream.makeAsyncIterator()
+    }
+}
+
+/// Work for the socket-owning thread.
+enum BusOperation: Sendable {
+    case publish(topic: String, body: [UInt8], retain: Bool)
+    case publishRaw(frames: [[UInt8]])
+    case subscribe(
+        id: Int, prefixes: [String], continuation: AsyncStream<BusMessage>.Continuation,
+        confirmation: CheckedContinuation<Result<Void, BusError>, Never>?, timeout: Duration)
+    case unsubscribe(id: Int)
+    case request(
+        id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
+        continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>)
+    case serve(
+        name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation,
+        ready: CheckedContinuation<Result<Void, BusError>, Never>)
+    case reply(name: String, frames: [[UInt8]])
+    case shutdown(CheckedContinuation<Void, Never>)
+}

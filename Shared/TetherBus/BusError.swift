@@ -1,0 +1,84 @@
+/// An error from the bus client.
+public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
+    private enum Code: Sendable, Equatable {
+        case closed
+        case alreadyRunning(name: String, holder: String?)
+        case endpointTooLong(path: String)
+        case unsafeRunDirectory(path: String, reason: String)
+        case system(call: String, errno: Int32, message: String)
+        case tooLarge(size: Int, limit: Int)
+        case timedOut(endpoint: String, attempts: Int)
+        case busUnavailable(path: String)
+        case remote(endpoint: String, message: String)
+        case malformedReply(endpoint: String)
+        case encoding(String)
+    }
+
+    private let code: Code
+
+    private init(_ code: Code) {
+        self.code = code
+    }
+
+    /// The client was closed.
+    public static var closed: Self { .init(.closed) }
+    /// Another process holds the lock for an endpoint this program must bind.
+    public static func alreadyRunning(name: String, holder: String?) -> Self { .init(.alreadyRunning(name: name, holder: holder)) }
+    /// An ipc path over the kernel's limit for socket paths.
+    public static func endpointTooLong(path: String) -> Self { .init(.endpointTooLong(path: path)) }
+    /// The run directory is not private to this user.
+    public static func unsafeRunDirectory(path: String, reason: String) -> Self {
+        .init(.unsafeRunDirectory(path: path, reason: reason))
+    }
+    /// A system or libzmq call failed.
+    public static func system(call: String, errno: Int32, message: String) -> Self {
+        .init(.system(call: call, errno: errno, message: message))
+    }
+    /// A message body over the bus limit.
+    public static func tooLarge(size: Int, limit: Int) -> Self { .init(.tooLarge(size: size, limit: limit)) }
+    /// A command got no reply after every attempt.
+    public static func timedOut(endpoint: String, attempts: Int) -> Self { .init(.timedOut(endpoint: endpoint, attempts: attempts)) }
+    /// A subscription could not be confirmed through the proxy.
+    public static func busUnavailable(path: String) -> Self { .init(.busUnavailable(path: path)) }
+    /// The command's owner answered with an error.
+    public static func remote(endpoint: String, message: String) -> Self { .init(.remote(endpoint: endpoint, message: message)) }
+    /// The command's owner answered with something that is not a reply.
+    public static func malformedReply(endpoint: String) -> Self { .init(.malformedReply(endpoint: endpoint)) }
+    /// A body could not be encoded or decoded.
+    public static func encoding(_ detail: String) -> Self { .init(.encoding(detail)) }
+
+    /// True for ``timedOut(endpoint:attempts:)`` and ``busUnavailable(path:)``: the other side is not there.
+    public var isUnreachable: Bool {
+        switch code {
+        case .timedOut, .busUnavailable: true
+        default: false
+        }
+    }
+
+    public var description: String {
+        switch code {
+        case .closed:
+            "the bus client is closed"
+        case .alreadyRunning(let name, let holder):
+            "\(name) is already in use by another process" + (holder.map { " (pid \($0))" } ?? "")
+        case .endpointTooLong(let path):
+            "socket path '\(path)' is longer than the 107 bytes the kernel allows; use a shorter run directory (TETHER_RUN)"
+        case .unsafeRunDirectory(let path, let reason):
+            "run directory '\(path)' is not safe to use: \(reason)"
+        case .system(let call, let errno, let message):
+            "\(call) failed: \(message) (errno \(errno))"
+        case .tooLarge(let size, let limit):
+            "message body of \(size) bytes is over the bus limit of \(limit) bytes"
+        case .timedOut(let endpoint, let attempts):
+            "no reply from \(endpoint) after \(attempts) attempt\(attempts == 1 ? "" : "s"); is the program running?"
+        case .busUnavailable(let path):
+            "the bus at \(path) did not answer; is tether-bus running? (start the set with scripts/compose up)"
+        case .remote(let endpoint, let message):
+            "\(endpoint) refused the command: \(message)"
+        case .malformedReply(let endpoint):
+            "\(endpoint) sent a reply that is not a reply"
+        case .encoding(let detail):
+            detail
+        }
+    }
+}

@@ -1,0 +1,472 @@
+import CZeroMQ
+import Foundation
+import Logging
+import Synchronization
+import TetherSchema
+
+/// The thread that owns a ``BusClient``'s sockets and runs `zmq_poll` over them and the mailbox.
+final class BusEventLoop {
+    struct Configuration: Sendable {
+        var source: String
+        var busIn: String
+        var busOut: String
+        var runDirectory: RunDirectory
+        var logger: Logger
+    }
+
+    private struct LocalSubscription {
+        var prefixes: [String]
+        var continuation: AsyncStream<BusMessage>.Continuation
+    }
+
+    private struct Probe {
+        var topic: String
+        var subscriptionID: Int
+        var deadline: ContinuousClock.Instant
+        var nextSend: ContinuousClock.Instant
+        var confirmation: CheckedContinuation<Result<Void, BusError>, Never>
+    }
+
+    private struct Server {
+        var socket: ZMQSocket
+        var continuation: AsyncStream<IncomingCommand>.Continuation
+    }
+
+    private struct PendingRequest {
+        var name: String
+        var endpoint: String
+        var frames: [[UInt8]]
+        var socket: ZMQSocket
+        var deadline: ContinuousClock.Instant
+        var timeout: Duration
+        var attemptsLeft: Int
+        var attempts: Int
+        var continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>
+    }
+
+    /// What a poll item stands for.
+    private enum Watched {
+        case mailbox
+        case publisher
+        case subscriber
+        case server(String)
+        case request(Int)
+    }
+
+    private let configuration: Configuration
+    private let mailbox: Mailbox<BusOperation>
+    private let counters: BusCounterBox
+    private var logger: Logger
+    private let clock = ContinuousClock()
+    private let encoder = BusSchema.makeEncoder()
+    private let decoder = BusSchema.makeDecoder()
+
+    private var publisher: ZMQSocket?
+    private var subscriber: ZMQSocket?
+    private var sequence: UInt64 = 0
+    private var retained: [String: [UInt8]] = [:]
+    private var subscriptions: [Int: LocalSubscription] = [:]
+    private var prefixCounts: [String: Int] = [:]
+    private var probes: [Int: Probe] = [:]
+    private var servers: [String: Server] = [:]
+    private var requests: [Int: PendingRequest] = [:]
+    private var shutdownContinuation: CheckedContinuation<Void, Never>?
+
+    init(configuration: Configuration, mailbox: Mailbox<BusOperation>, counters: BusCounterBox) {
+        self.configuration = configuration
+        self.mailbox = mailbox
+        self.counters = counters
+        self.logger = configuration.logger
+    }
+
+    func run() {
+        do {
+            let socket = try ZMQSocket(type: ZMQ_XPUB)
+            // Every subscription, repeated ones too, so each new subscriber gets the retained values.
+            try socket.set(ZMQ_XPUB_VERBOSE, 1)
+            try socket.set(ZMQ_SNDHWM, 100_000)
+            try socket.set(ZMQ_LINGER, 1000)
+            try Self.setReconnect(socket)
+            try socket.connect(configuration.busIn)
+            publisher = socket
+        } catch {
+            logger.error("cannot open the publisher socket", metadata: ["bus.error": "\(error)"])
+        }
+        while shutdownContinuation == nil {
+            pollOnce()
+        }
+        tearDown()
+    }
+
+    private static func setReconnect(_ socket: ZMQSocket) throws(BusError) {
+        try socket.set(ZMQ_RECONNECT_IVL, 100)
+        try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
+    }
+
+    // MARK: Polling
+
+    private func pollOnce() {
+        var watched: [Watched] = [.mailbox]
+        var items = [zmq_pollitem_t(socket: nil, fd: mailbox.wakeDescriptor, events: Int16(ZMQ_POLLIN), revents: 0)]
+        if let publisher {
+            watched.append(.publisher)
+            items.append(zmq_pollitem_t(socket: publisher.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        if let subscriber {
+            watched.append(.subscriber)
+            items.append(zmq_pollitem_t(socket: subscriber.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        for (name, server) in servers {
+            watched.append(.server(name))
+            items.append(zmq_pollitem_t(socket: server.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        for (id, request) in requests {
+            watched.append(.request(id))
+            items.append(zmq_pollitem_t(socket: request.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+
+        let rc = zmq_poll(&items, Int32(items.count), pollTimeoutMilliseconds())
+        if rc < 0 {
+            if zmq_errno() != EINTR {
+                logger.error("zmq_poll failed", metadata: ["bus.error": "\(zmqError("zmq_poll"))"])
+            }
+            return
+        }
+        for (index, item) in items.enumerated() where item.revents & Int16(ZMQ_POLLIN) != 0 {
+            switch watched[index] {
+            case .mailbox: handle(mailbox.drain())
+            case .publisher: readSubscriptionRequests()
+            case .subscriber: readPublications()
+            case .server(let name): readCommands(server: name)
+            case .request(let id): readReply(request: id)
+            }
+        }
+        handleTimers()
+    }
+
+    private func pollTimeoutMilliseconds() -> Int {
+        let deadlines = probes.values.map(\.nextSend) + requests.values.map(\.deadline)
+        guard let next = deadlines.min() else { return -1 }
+        let remaining = clock.now.duration(to: next)
+        let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+        return Int(max(0, milliseconds + 1))
+    }
+
+    // MARK: Operations
+
+    private func handle(_ operations: [BusOperation]) {
+        for operation in operations {
+            switch operation {
+            case .publish(let topic, let body, let retain):
+                if retain { retained[topic] = body }
+                publish(topic: topic, body: body, replay: false)
+            case .publishRaw(let frames):
+                send(frames)
+            case .subscribe(let id, let prefixes, let continuation, let confirmation, let timeout):
+                subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout)
+            case .unsubscribe(let id):
+                unsubscribe(id: id)
+            case .request(let id, let name, let endpoint, let frames, let timeout, let attempts, let continuation):
+                startRequest(id: id, name: name, endpoint: endpoint, frames: frames, timeout: timeout, attempts: attempts, continuation: continuation)
+            case .serve(let name, let endpoint, let continuation, let ready):
+                ready.resume(returning: serve(name: name, endpoint: endpoint, continuation: continuation))
+            case .reply(let name, let frames):
+                guard let server = servers[name] else { continue }
+                do {
+                    try server.socket.send(frames)
+                } catch {
+                    logger.warning("cannot send a reply", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
+                }
+            case .shutdown(let continuation):
+                shutdownContinuation = continuation
+            }
+        }
+    }
+
+    private func publish(topic: String, body: [UInt8], replay: Bool) {
+        sequence += 1
+        let header = BusHeader(source: configuration.source, sequence: sequence, timestamp: Date(), replay: replay)
+        guard let headerBytes = try? encoder.encode(header) else { return }
+        send([Array(topic.utf8), Array(headerBytes), body])
+    }
+
+    private func send(_ frames: [[UInt8]]) {
+        guard let publisher else { return }
+        do {
+            let sent = try publisher.send(frames)
+            counters.update { sent ? ($0.published += 1) : ($0.publishDropped += 1) }
+        } catch {
+            counters.update { $0.publishDropped += 1 }
+            logger.warning("cannot publish", metadata: ["bus.error": "\(error)"])
+        }
+    }
+
+    private func subscriberSocket() throws(BusError) -> ZMQSocket {
+        if let subscriber { return subscriber }
+        let socket = try ZMQSocket(type: ZMQ_SUB)
+        try socket.set(ZMQ_RCVHWM, 100_000)
+        try socket.set(ZMQ_LINGER, 0)
+        try Self.setReconnect(socket)
+        try socket.connect(configuration.busOut)
+        subscriber = socket
+        return socket
+    }
+
+    private func subscribe(
+        id: Int, prefixes: [String], continuation: AsyncStream<BusMessage>.Continuation,
+        confirmation: CheckedContinuation<Result<Void, BusError>, Never>?, timeout: Duration
+    ) {
+        do {
+            let socket = try subscriberSocket()
+            for prefix in prefixes {
+                prefixCounts[prefix, default: 0] += 1
+                if prefixCounts[prefix] == 1 { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
+            }
+            subscriptions[id] = LocalSubscription(prefixes: prefixes, continuation: continuation)
+            if let confirmation {
+                let topic = Topic.probePrefix + configuration.source + "." + UUID().uuidString.lowercased()
+                try socket.set(ZMQ_SUBSCRIBE, bytes: Array(topic.utf8))
+                let now = clock.now
+                probes[id] = Probe(topic: topic, subscriptionID: id, deadline: now + timeout, nextSend: now, confirmation: confirmation)
+            }
+        } catch {
+            confirmation?.resume(returning: .failure(error))
+            continuation.finish()
+        }
+    }
+
+    private func unsubscribe(id: Int) {
+        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        for prefix in subscription.prefixes {
+            prefixCounts[prefix, default: 1] -= 1
+            if prefixCounts[prefix] == 0 {
+                prefixCounts[prefix] = nil
+                try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(prefix.utf8))
+            }
+        }
+        if let probe = probes.removeValue(forKey: id) {
+            try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
+            probe.confirmation.resume(returning: .failure(.closed))
+        }
+    }
+
+    private func serve(name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation) -> Result<Void, BusError> {
+        do {
+            let socket = try ZMQSocket(type: ZMQ_ROUTER)
+            try socket.set(ZMQ_LINGER, 0)
+            try socket.set64(ZMQ_MAXMSGSIZE, Int64(BusSchema.maximumBodySize + 4096))
+            try socket.bind(endpoint)
+            servers[name] = Server(socket: socket, continuation: continuation)
+            return .success(())
+        } catch {
+            continuation.finish()
+            return .failure(error)
+        }
+    }
+
+    private func startRequest(
+        id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
+        continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>
+    ) {
+        do {
+            let socket = try requestSocket(endpoint: endpoint)
+            try socket.send(frames)
+            requests[id] = PendingRequest(
+                name: name, endpoint: endpoint, frames: frames, socket: socket, deadline: clock.now + timeout,
+                timeout: timeout, attemptsLeft: attempts - 1, attempts: attempts, continuation: continuation)
+        } catch {
+            continuation.resume(returning: .failure(error))
+        }
+    }
+
+    private func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
+        let socket = try ZMQSocket(type: ZMQ_DEALER)
+        try socket.set(ZMQ_LINGER, 0)
+        try socket.connect(endpoint)
+        return socket
+    }
+
+    // MARK: Readiness
+
+    private func readSubscriptionRequests() {
+        guard let publisher else { return }
+        while let frames = try? publisher.receive() {
+            // XPUB delivers subscriptions as one frame: 1 (subscribe) or 0 (unsubscribe), then the prefix.
+            guard let first = frames.first, first.first == 1 else { continue }
+            let prefix = String(decoding: first.dropFirst(), as: UTF8.self)
+            for (topic, body) in retained where topic.hasPrefix(prefix) {
+                publish(topic: topic, body: body, replay: true)
+            }
+            for probe in probes.values where probe.topic == prefix {
+                // Our own probe subscription reached us through the proxy: send the probe now.
+                send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
+            }
+        }
+    }
+
+    private func probeHeader() -> BusHeader {
+        sequence += 1
+        return BusHeader(source: configuration.source, sequence: sequence)
+    }
+
+    private func readPublications() {
+        guard let subscriber else { return }
+        while true {
+            let frames: [[UInt8]]
+            do {
+                guard let received = try subscriber.receive() else { return }
+                frames = received
+            } catch {
+                logger.warning("cannot receive from the bus", metadata: ["bus.error": "\(error)"])
+                return
+            }
+            guard let message = parse(frames) else { continue }
+            if message.topic.name.hasPrefix(Topic.probePrefix) {
+                confirmProbe(topic: message.topic.name)
+                continue
+            }
+            var lagged: UInt64 = 0
+            for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {
+                if case .dropped = subscription.continuation.yield(message) { lagged += 1 }
+            }
+            counters.update {
+                $0.received += 1
+                $0.lagged += lagged
+            }
+        }
+    }
+
+    /// Checks a received multipart message; counts and drops anything that is not topic, header, body.
+    private func parse(_ frames: [[UInt8]]) -> BusMessage? {
+        func drop(_ reason: String) -> BusMessage? {
+            counters.update { $0.malformed += 1 }
+            logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(reason)", "bus.frames": "\(frames.count)"])
+            return nil
+        }
+        guard frames.count == 3 else { return drop("expected 3 frames (topic, header, body), got \(frames.count)") }
+        guard let topic = String(validating: frames[0], as: UTF8.self), !topic.isEmpty else {
+            return drop("topic is empty or not UTF-8")
+        }
+        guard frames[2].count <= BusSchema.maximumBodySize else {
+            return drop("body of \(frames[2].count) bytes is over the limit of \(BusSchema.maximumBodySize)")
+        }
+        guard let header = try? decoder.decode(BusHeader.self, from: Data(frames[1])) else {
+            return drop("header of topic '\(topic)' is not a bus header")
+        }
+        return BusMessage(topic: Topic(topic), header: header, body: Data(frames[2]))
+    }
+
+    private func confirmProbe(topic: String) {
+        guard let (id, probe) = probes.first(where: { $0.value.topic == topic }) else { return }
+        probes[id] = nil
+        try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(topic.utf8))
+        probe.confirmation.resume(returning: .success(()))
+    }
+
+    private func readCommands(server name: String) {
+        guard let server = servers[name] else { return }
+        while true {
+            let frames: [[UInt8]]
+            do {
+                guard let received = try server.socket.receive() else { return }
+                frames = received
+            } catch {
+                logger.warning("cannot receive a command", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
+                return
+            }
+            // ROUTER prepends the caller's identity to [request id, method, body].
+            guard frames.count == 4,
+                let requestID = String(validating: frames[1], as: UTF8.self),
+                let method = String(validating: frames[2], as: UTF8.self)
+            else {
+                counters.update { $0.malformed += 1 }
+                logger.warning("dropped a malformed command", metadata: ["bus.endpoint": "\(name)", "bus.frames": "\(frames.count)"])
+                continue
+            }
+            let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(frames[3]), identity: frames[0])
+            if case .dropped = server.continuation.yield(command) {
+                counters.update { $0.lagged += 1 }
+            }
+        }
+    }
+
+    private func readReply(request id: Int) {
+        guard let request = requests[id] else { return }
+        guard let frames = try? request.socket.receive() else { return }
+        requests[id] = nil
+        request.socket.close()
+        request.continuation.resume(returning: .success(frames))
+    }
+
+    // MARK: Timers
+
+    private func handleTimers() {
+        let now = clock.now
+        for (id, probe) in probes {
+            if now >= probe.deadline {
+                probes[id] = nil
+                try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
+                probe.confirmation.resume(returning: .failure(.busUnavailable(path: configuration.runDirectory.path)))
+            } else if now >= probe.nextSend {
+                send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
+                probes[id]?.nextSend = now + .milliseconds(50)
+            }
+        }
+        for (id, request) in requests where now >= request.deadline {
+            request.socket.close()
+            guard request.attemptsLeft > 0 else {
+                requests[id] = nil
+                request.continuation.resume(returning: .failure(.timedOut(endpoint: request.name, attempts: request.attempts)))
+                continue
+            }
+            do {
+                let socket = try requestSocket(endpoint: request.endpoint)
+                try socket.send(request.frames)
+                requests[id]?.socket = socket
+                requests[id]?.deadline = now + request.timeout
+                requests[id]?.attemptsLeft -= 1
+            } catch {
+                requests[id] = nil
+                request.continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+
+    // MARK: Shutdown
+
+    private func tearDown() {
+        for operation in mailbox.close() {
+            switch operation {
+            case .subscribe(_, _, let continuation, let confirmation, _):
+                confirmation?.resume(returning: .failure(.closed))
+                continuation.finish()
+            case .request(_, _, _, _, _, _, let continuation):
+                continuation.resume(returning: .failure(.closed))
+            case .serve(_, _, let continuation, let ready):
+                continuation.finish()
+                ready.resume(returning: .failure(.closed))
+            case .shutdown(let continuation):
+                continuation.resume()
+            case .publish, .publishRaw, .unsubscribe, .reply:
+                break
+            }
+        }
+        for probe in probes.values { probe.confirmation.resume(returning: .failure(.closed)) }
+        for request in requests.values {
+            request.socket.close()
+            request.continuation.resume(returning: .failure(.closed))
+        }
+        for subscription in subscriptions.values { subscription.continuation.finish() }
+        for server in servers.values {
+            server.socket.close()
+            server.continuation.finish()
+        }
+        probes.removeAll()
+        requests.removeAll()
+        subscriptions.removeAll()
+        servers.removeAll()
+        subscriber?.close()
+        publisher?.close()
+        shutdownContinuation?.resume()
+    }
+}

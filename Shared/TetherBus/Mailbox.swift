@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Synchronization
+
+/// Operations handed from any thread to the thread that owns the sockets.
+///
+/// Posting appends under a lock and writes to an eventfd, which the owner's `zmq_poll` watches.
+final class Mailbox<Operation: Sendable>: Sendable {
+    private struct State {
+        var operations: [Operation] = []
+        var isClosed = false
+    }
+
+    private let state = Mutex(State())
+    /// The eventfd the owning thread polls.
+    let wakeDescriptor: Int32
+
+    init() throws(BusError) {
+        let fd = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard fd >= 0 else {
+            throw .system(call: "eventfd", errno: errno, message: String(cString: strerror(errno)))
+        }
+        wakeDescriptor = fd
+    }
+
+    deinit {
+        Glibc.close(wakeDescriptor)
+    }
+
+    /// Hands an operation to the owner; false once the mailbox is closed.
+    @discardableResult
+    func post(_ operation: Operation) -> Bool {
+        let posted = state.withLock { state in
+            guard !state.isClosed else { return false }
+            state.operations.append(operation)
+            return true
+        }
+        if posted {
+            var one: UInt64 = 1
+            _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
+        }
+        return posted
+    }
+
+    /// Takes every waiting operation. Called by the owner when the eventfd is readable.
+    func drain() -> [Operation] {
+        var counter: UInt64 = 0
+        _ = read(wakeDescriptor, &counter, MemoryLayout<UInt64>.size)
+        return state.withLock { state in
+            defer { state.operations.removeAll(keepingCapacity: true) }
+            return state.operations
+        }
+    }
+
+    /// Refuses further operations and returns those still waiting.
+    func close() -> [Operation] {
+        state.withLock { state in
+            state.isClosed = true
+            defer { state.operations.removeAll() }
+            return state.operations
+        }
+    }
+}

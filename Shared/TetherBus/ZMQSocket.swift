@@ -1,0 +1,113 @@
+import CZeroMQ
+import Foundation
+
+/// The process's libzmq context.
+///
+/// libzmq documents its contexts as thread-safe, unlike its sockets; this is the one
+/// ZeroMQ object shared between threads. Sockets are created and used on one thread each.
+package final class ZMQContext: @unchecked Sendable {
+    package static let shared = ZMQContext()
+
+    package let handle: UnsafeMutableRawPointer
+
+    private init() {
+        guard let handle = zmq_ctx_new() else {
+            fatalError("zmq_ctx_new failed: \(String(cString: zmq_strerror(zmq_errno())))")
+        }
+        // Let the process exit without waiting for lingering messages of sockets it forgot.
+        zmq_ctx_set(handle, ZMQ_BLOCKY, 0)
+        self.handle = handle
+    }
+}
+
+/// The error of the last libzmq call on this thread.
+func zmqError(_ call: String) -> BusError {
+    let code = zmq_errno()
+    return .system(call: call, errno: code, message: String(cString: zmq_strerror(code)))
+}
+
+/// A ZeroMQ socket. Not Sendable: it is created, used and closed on one thread.
+final class ZMQSocket {
+    let handle: UnsafeMutableRawPointer
+    private var isClosed = false
+
+    init(type: Int32, context: ZMQContext = .shared) throws(BusError) {
+        guard let handle = zmq_socket(context.handle, type) else { throw zmqError("zmq_socket") }
+        self.handle = handle
+    }
+
+    deinit {
+        close()
+    }
+
+    func set(_ option: Int32, _ value: Int32) throws(BusError) {
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
+            throw zmqError("zmq_setsockopt(\(option))")
+        }
+    }
+
+    /// For the options libzmq declares as 64-bit (ZMQ_MAXMSGSIZE).
+    func set64(_ option: Int32, _ value: Int64) throws(BusError) {
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
+            throw zmqError("zmq_setsockopt(\(option))")
+        }
+    }
+
+    func set(_ option: Int32, bytes: [UInt8]) throws(BusError) {
+        let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
+        guard rc == 0 else { throw zmqError("zmq_setsockopt(\(option))") }
+    }
+
+    func bind(_ endpoint: String) throws(BusError) {
+        guard zmq_bind(handle, endpoint) == 0 else { throw zmqError("zmq_bind \(endpoint)") }
+    }
+
+    func connect(_ endpoint: String) throws(BusError) {
+        guard zmq_connect(handle, endpoint) == 0 else { throw zmqError("zmq_connect \(endpoint)") }
+    }
+
+    /// Sends a multipart message without blocking; false when the socket cannot take it now.
+    @discardableResult
+    func send(_ frames: [[UInt8]]) throws(BusError) -> Bool {
+        for (index, frame) in frames.enumerated() {
+            let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
+            let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+            if rc < 0 {
+                if zmq_errno() == EAGAIN && index == 0 { return false }
+                throw zmqError("zmq_send")
+            }
+        }
+        return true
+    }
+
+    /// Receives one whole multipart message without blocking; nil when none is waiting.
+    func receive() throws(BusError) -> [[UInt8]]? {
+        var frames: [[UInt8]] = []
+        while true {
+            var message = zmq_msg_t()
+            zmq_msg_init(&message)
+            defer { zmq_msg_close(&message) }
+            let rc = zmq_msg_recv(&message, handle, frames.isEmpty ? ZMQ_DONTWAIT : 0)
+            if rc < 0 {
+                if zmq_errno() == EAGAIN && frames.isEmpty { return nil }
+                if zmq_errno() == EINTR { continue }
+                throw zmqError("zmq_msg_recv")
+            }
+            let size = zmq_msg_size(&message)
+            if size > 0, let data = zmq_msg_data(&message) {
+                frames.append(Array(UnsafeRawBufferPointer(start: data, count: size)))
+            } else {
+                frames.append([])
+            }
+            if zmq_msg_more(&message) == 0 { return frames }
+        }
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        zmq_close(handle)
+    }
+}

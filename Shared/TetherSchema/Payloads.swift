@@ -1,0 +1,205 @@
+public import Foundation
+public import TetherWire
+
+/// The kind of network interface a path goes through.
+public enum InterfaceKind: String, Codable, Sendable, CaseIterable {
+    case wired
+    case wifi
+    case cellular
+    case loopback
+    case other
+}
+
+/// The network path: whether a usable default route exists, and through what.
+public struct NetworkPath: Codable, Hashable, Sendable {
+    /// True when a default route leads through an interface that is up.
+    public var satisfied: Bool
+    /// The interface of the default route, if any.
+    public var interface: String?
+    /// What kind of interface that is.
+    public var kind: InterfaceKind?
+    /// Whether traffic over it may cost money (cellular).
+    public var expensive: Bool
+    /// Why the path is unsatisfied, in words.
+    public var reason: String?
+
+    public init(satisfied: Bool, interface: String?, kind: InterfaceKind?, expensive: Bool, reason: String? = nil) {
+        self.satisfied = satisfied
+        self.interface = interface
+        self.kind = kind
+        self.expensive = expensive
+        self.reason = reason
+    }
+}
+
+/// The phases of the connection to the gateway.
+public enum ConnectionPhase: String, Codable, Sendable, CaseIterable {
+    case disconnected
+    case connecting
+    case connected
+    case reconnecting
+
+    /// The words a person sees for this phase.
+    public var words: String {
+        switch self {
+        case .disconnected: "Disconnected"
+        case .connecting: "Connecting…"
+        case .connected: "Connected"
+        case .reconnecting: "Reconnecting…"
+        }
+    }
+}
+
+/// The connection to the gateway, as connd publishes it.
+public struct ConnectionStatus: Codable, Hashable, Sendable {
+    public var phase: ConnectionPhase
+    /// The gateway URL (never with a secret in it).
+    public var url: String
+    /// Counts connections made since connd started; frames carry it so that nothing meant
+    /// for a dead connection is written to a new one.
+    public var epoch: Int
+    /// The attempt number while connecting or reconnecting, from 1.
+    public var attempt: Int
+    /// When the next attempt starts, while waiting to reconnect.
+    public var nextAttemptAt: Date?
+    /// The last error, in words.
+    public var lastError: String?
+
+    public init(phase: ConnectionPhase, url: String, epoch: Int, attempt: Int = 0, nextAttemptAt: Date? = nil, lastError: String? = nil) {
+        self.phase = phase
+        self.url = url
+        self.epoch = epoch
+        self.attempt = attempt
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+    }
+}
+
+/// A text frame of the wire protocol, carried over the bus.
+public struct WireFrame: Codable, Hashable, Sendable {
+    /// The connection the frame came from or is meant for; `nil` means the current one.
+    public var epoch: Int?
+    /// The frame, exactly as on the WebSocket.
+    public var text: String
+
+    public init(epoch: Int?, text: String) {
+        self.epoch = epoch
+        self.text = text
+    }
+}
+
+/// Where a message stands in the conversation.
+public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
+    /// Committed to the outbox, not yet written to the gateway.
+    case queued
+    /// Written to the gateway, not yet acknowledged.
+    case sent
+    /// Acknowledged by the gateway.
+    case delivered
+    /// The gateway refused it, or it cannot be sent.
+    case failed
+    /// A message from the bot, received whole.
+    case received
+    /// A streamed reply cut off before its final chunk.
+    case incomplete
+
+    /// How far along a message is, so an older update never overwrites a newer one.
+    public var rank: Int {
+        switch self {
+        case .queued: 0
+        case .sent: 1
+        case .incomplete: 2
+        case .delivered, .failed, .received: 3
+        }
+    }
+}
+
+/// One message of the conversation, as the transcript holds it.
+public struct TranscriptEntry: Codable, Hashable, Sendable {
+    public var id: MessageID
+    public var sender: Sender
+    public var content: String
+    public var timestamp: Date
+    public var status: DeliveryStatus
+    /// For a bot's reply: the user message it answers, where known.
+    public var inReplyTo: MessageID?
+
+    public init(id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil) {
+        self.id = id
+        self.sender = sender
+        self.content = content
+        self.timestamp = timestamp
+        self.status = status
+        self.inReplyTo = inReplyTo
+    }
+}
+
+/// A sent message's delivery status changed.
+public struct DeliveryUpdate: Codable, Hashable, Sendable {
+    public var id: MessageID
+    public var status: DeliveryStatus
+    /// Why, in words, when it failed.
+    public var detail: String?
+
+    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil) {
+        self.id = id
+        self.status = status
+        self.detail = detail
+    }
+}
+
+/// A streamed reply grew by one chunk.
+public struct StreamProgress: Codable, Hashable, Sendable {
+    public var id: MessageID
+    public var chunkIndex: Int
+    /// This chunk's text.
+    public var chunk: String
+    /// The reply so far, chunks in order.
+    public var content: String
+    public var isFinal: Bool
+
+    public init(id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool) {
+        self.id = id
+        self.chunkIndex = chunkIndex
+        self.chunk = chunk
+        self.content = content
+        self.isFinal = isFinal
+    }
+}
+
+/// What the bot is doing, as the gateway last said.
+public typealias BotActivity = BotStateUpdate
+
+/// The outbox at a glance.
+public struct OutboxSummary: Codable, Hashable, Sendable {
+    /// Messages not yet acknowledged by the gateway.
+    public var pending: Int
+
+    public init(pending: Int) {
+        self.pending = pending
+    }
+}
+
+/// A program is alive.
+public struct Heartbeat: Codable, Hashable, Sendable {
+    public var program: String
+    public var pid: Int32
+    /// A word for what it is doing (`running`, `connected`, …).
+    public var state: String
+    public var startedAt: Date
+    /// Bus traffic counters.
+    public var published: UInt64
+    public var received: UInt64
+    /// Messages received from the bus and dropped as malformed or oversized.
+    public var dropped: UInt64
+
+    public init(program: String, pid: Int32, state: String, startedAt: Date, published: UInt64, received: UInt64, dropped: UInt64) {
+        self.program = program
+        self.pid = pid
+        self.state = state
+        self.startedAt = startedAt
+        self.published = published
+        self.received = received
+        self.dropped = dropped
+    }
+}

@@ -1,0 +1,44 @@
+public import Logging
+public import ServiceLifecycle
+public import TetherBus
+import UnixSignals
+
+/// Runs a Tether program: its services in order, until SIGTERM or SIGINT, then shuts them
+/// down in reverse order within a deadline.
+public enum BusProgram {
+    /// Connects `name` to the bus, then runs the bus client, the services `makeServices`
+    /// returns and a heartbeat whose state word comes from `state`.
+    public static func run(
+        _ name: String,
+        options: ProgramOptions,
+        state: (@Sendable () -> String)? = nil,
+        makeServices: (BusClient, Logger) throws -> [any Service]
+    ) async throws {
+        options.bootstrapLogging()
+        let logger = Logger(label: name)
+        let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, logger: logger)
+        let services = try makeServices(bus, logger)
+        try await run(
+            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" })],
+            logger: logger)
+    }
+
+    /// Runs `services` in order until SIGTERM or SIGINT.
+    public static func run(_ services: [any Service], logger: Logger) async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ).withShutdownDeadline(.seconds(10)))
+        try await group.run()
+    }
+}
+
+extension ServiceGroupConfiguration {
+    fileprivate func withShutdownDeadline(_ deadline: Duration) -> Self {
+        var configuration = self
+        configuration.maximumGracefulShutdownDuration = deadline
+        return configuration
+    }
+}

@@ -1,0 +1,41 @@
+public import ArgumentParser
+public import Logging
+public import TetherBus
+import Foundation
+
+/// Options every Tether program takes.
+public struct ProgramOptions: ParsableArguments, Sendable {
+    @Option(name: .customLong("run-dir"), help: "The run directory with the bus endpoints (default: $TETHER_RUN, else $XDG_RUNTIME_DIR/tether, else /tmp/tether-$UID).")
+    public var runDirectory: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// The run directory these options name.
+    public var resolvedRunDirectory: RunDirectory {
+        RunDirectory.resolve(runDirectory)
+    }
+
+    /// Sends log lines to standard error at the chosen level, once per process.
+    public func bootstrapLogging() {
+        LoggingBootstrap.bootstrap(level: logLevel)
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Sets up swift-log once per process.
+public enum LoggingBootstrap {
+    private static let once: Void = ()
+
+    /// Logs to standard error at `level`.
+    public static func bootstrap(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// An error reading a secret.
+public struct SecretFileError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// Reads secrets (tokens) from files that only their owner can read.
+public enum SecretFile {
+    /// Reads the first line of `path`. Refuses, as ssh does, a file that the group or
+    /// others can read or write, a file that is not a regular file, and an empty one.
+    public static func read(_ path: String) throws -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw SecretFileError(description: "cannot read token file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw SecretFileError(description: "token file \(path) is not a regular file")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw SecretFileError(
+                description: "token file \(path) has permissions \(String(mode, radix: 8)): it must not be readable by others; run chmod 600 \(path)")
+        }
+        let contents: String
+        do {
+            contents = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw SecretFileError(description: "cannot read token file \(path): \(error.localizedDescription)")
+        }
+        let token = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard !token.isEmpty else {
+            throw SecretFileError(description: "token file \(path) is empty")
+        }
+        return token
+    }
+
+    /// Writes `secret` to `path` with mode 0600, replacing the file atomically.
+    public static func write(_ secret: String, to path: String) throws {
+        let temporary = path + ".tmp.\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw SecretFileError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))")
+        }
+        let line = secret + "\n"
+        let written = line.withCString { Glibc.write(fd, $0, strlen($0)) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == line.utf8.count, synced == 0, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw SecretFileError(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,220 @@
+public import Foundation
+
+/// An error reading or writing a wire message.
+public struct WireCodecError: Error, CustomStringConvertible, Sendable {
+    private enum Code: Sendable {
+        case tooLarge(size: Int, limit: Int)
+        case invalidJSON
+        case missingType
+        case invalidPayload(type: String)
+        case encodingFailed(type: String)
+    }
+
+    private let code: Code
+    /// The underlying decoding or encoding error, where there is one.
+    public let underlying: String?
+
+    private init(_ code: Code, underlying: (any Error)? = nil) {
+        self.code = code
+        self.underlying = underlying.map { String(describing: $0) }
+    }
+
+    /// The frame is larger than the codec accepts.
+    public static func tooLarge(size: Int, limit: Int) -> Self { .init(.tooLarge(size: size, limit: limit)) }
+    /// The frame is not a JSON object.
+    public static func invalidJSON(_ error: (any Error)? = nil) -> Self { .init(.invalidJSON, underlying: error) }
+    /// The frame has no string `type` field.
+    public static var missingType: Self { .init(.missingType) }
+    /// The frame names a known type but its envelope or payload has the wrong shape.
+    public static func invalidPayload(type: String, _ error: any Error) -> Self {
+        .init(.invalidPayload(type: type), underlying: error)
+    }
+    /// A message could not be encoded.
+    public static func encodingFailed(type: String, _ error: any Error) -> Self {
+        .init(.encodingFailed(type: type), underlying: error)
+    }
+
+    /// A short name for the kind of error, for counters.
+    public var kind: String {
+        switch code {
+        case .tooLarge: "too-large"
+        case .invalidJSON: "invalid-json"
+        case .missingType: "missing-type"
+        case .invalidPayload: "invalid-payload"
+        case .encodingFailed: "encoding-failed"
+        }
+    }
+
+    public var description: String {
+        let base: String =
+            switch code {
+            case .tooLarge(let size, let limit): "frame of \(size) bytes is over the limit of \(limit) bytes"
+            case .invalidJSON: "frame is not a JSON object"
+            case .missingType: "frame has no string \"type\" field"
+            case .invalidPayload(let type): "frame of type '\(type)' has the wrong shape"
+            case .encodingFailed(let type): "could not encode a '\(type)' message"
+            }
+        guard let underlying else { return base }
+        return "\(base): \(underlying)"
+    }
+}
+
+/// Reads and writes the wire envelope of the gateway protocol.
+///
+/// Writes sorted keys, ISO 8601 dates without fractional seconds and `null` for absent
+/// optional fields, as the protocol's examples do; reads dates with or without
+/// fractional seconds. Unknown message types decode to ``WireMessage/unknown(type:sequence:data:)``.
+public struct WireCodec: Sendable {
+    /// The largest frame the codec reads, in bytes.
+    public let maximumFrameSize: Int
+
+    /// Creates a codec that refuses frames over `maximumFrameSize` bytes (1 MiB by default).
+    public init(maximumFrameSize: Int = 1 << 20) {
+        self.maximumFrameSize = maximumFrameSize
+    }
+
+    // MARK: Encoding
+
+    /// Encodes a payload in an envelope of the given type.
+    public func encode<Payload: Codable & Sendable>(
+        _ payload: Payload,
+        type: String,
+        sequence: Int,
+        serverTimestamp: Date? = nil
+    ) throws(WireCodecError) -> Data {
+        let envelope = WireEnvelope(type: type, sequence: sequence, payload: payload, serverTimestamp: serverTimestamp)
+        do {
+            return try Self.makeEncoder().encode(envelope)
+        } catch {
+            throw .encodingFailed(type: type, error)
+        }
+    }
+
+    /// Encodes a decoded message again, unknown types byte for byte.
+    public func encode(_ message: WireMessage) throws(WireCodecError) -> Data {
+        switch message {
+        case .chatMessage(let envelope): try encode(envelope)
+        case .messageAck(let envelope): try encode(envelope)
+        case .botState(let envelope): try encode(envelope)
+        case .streamingChunk(let envelope): try encode(envelope)
+        case .ping(let envelope): try encode(envelope)
+        case .pong(let envelope): try encode(envelope)
+        case .unknown(_, _, let data): data
+        }
+    }
+
+    private func encode<Payload>(_ envelope: WireEnvelope<Payload>) throws(WireCodecError) -> Data {
+        do {
+            return try Self.makeEncoder().encode(envelope)
+        } catch {
+            throw .encodingFailed(type: envelope.type, error)
+        }
+    }
+
+    /// Encodes a chat message.
+    public func encode(chatMessage: ChatMessage, sequence: Int) throws(WireCodecError) -> Data {
+        try encode(chatMessage, type: WireMessageType.chatMessage.rawValue, sequence: sequence)
+    }
+
+    /// Encodes a ping.
+    public func encodePing(sequence: Int, timestamp: Date = Date()) throws(WireCodecError) -> Data {
+        try encode(HeartbeatPayload(timestamp: timestamp), type: WireMessageType.ping.rawValue, sequence: sequence)
+    }
+
+    /// Encodes the pong that answers the ping with `sequence`.
+    public func encodePong(sequence: Int, timestamp: Date = Date()) throws(WireCodecError) -> Data {
+        try encode(HeartbeatPayload(timestamp: timestamp), type: WireMessageType.pong.rawValue, sequence: sequence)
+    }
+
+    // MARK: Decoding
+
+    /// Decodes a text frame.
+    public func decode(_ text: String) throws(WireCodecError) -> WireMessage {
+        try decode(Data(text.utf8))
+    }
+
+    /// Decodes a frame.
+    public func decode(_ data: Data) throws(WireCodecError) -> WireMessage {
+        guard data.count <= maximumFrameSize else {
+            throw .tooLarge(size: data.count, limit: maximumFrameSize)
+        }
+        let header: EnvelopeHeader
+        do {
+            header = try Self.makeDecoder().decode(EnvelopeHeader.self, from: data)
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            throw .invalidJSON(DecodingError.typeMismatch(Any.self, context))
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw .invalidJSON(DecodingError.dataCorrupted(context))
+        } catch {
+            throw .missingType
+        }
+        guard let type = WireMessageType(rawValue: header.type) else {
+            return .unknown(type: header.type, sequence: header.sequence, data: data)
+        }
+        do {
+            let decoder = Self.makeDecoder()
+            switch type {
+            case .chatMessage:
+                return .chatMessage(try decoder.decode(WireEnvelope<ChatMessage>.self, from: data))
+            case .messageAck:
+                return .messageAck(try decoder.decode(WireEnvelope<MessageAck>.self, from: data))
+            case .botState:
+                return .botState(try decoder.decode(WireEnvelope<BotStateUpdate>.self, from: data))
+            case .streamingChunk:
+                return .streamingChunk(try decoder.decode(WireEnvelope<StreamingChunk>.self, from: data))
+            case .ping:
+                return .ping(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
+            case .pong:
+                return .pong(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
+            }
+        } catch {
+            throw .invalidPayload(type: header.type, error)
+        }
+    }
+
+    /// Just enough of an envelope to route it.
+    private struct EnvelopeHeader: Decodable {
+        var type: String
+        var sequence: Int?
+    }
+
+    // MARK: JSON settings
+
+    static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+
+    static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = ISO8601.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
+            }
+            return date
+        }
+        return decoder
+    }
+}
+
+/// ISO 8601 dates as the protocol writes them, with or without fractional seconds.
+public enum ISO8601 {
+    private static let plain = Date.ISO8601FormatStyle()
+    private static let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// Parses `2024-01-30T12:00:00Z` or `2024-01-30T12:00:00.123Z`.
+    public static func parse(_ text: String) -> Date? {
+        if let date = try? plain.parse(text) { return date }
+        return try? fractional.parse(text)
+    }
+
+    /// Formats a date with millisecond precision.
+    public static func formatPrecise(_ date: Date) -> String {
+        fractional.format(date)
+    }
+}
