@@ -148,7 +148,7 @@ let package = Package(
         + program(
             "tether-compose", library: "ComposeSupervisor", folder: "Compose",
             dependencies: [
-                "TetherBus", "TetherSchema", "TetherService", .logging, .systemPackage,
+                "CLinux", "TetherBus", "TetherSchema", "TetherService", .logging, .systemPackage,
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ]

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+public import Foundation
+
+/// What `ps`, `down` and `logs` do with a set's files, from another process than the supervisor.
+public struct ComposeControl: Sendable {
+    public let paths: ComposePaths
+
+    public init(runDirectory: String) {
+        paths = ComposePaths(runDirectory: runDirectory)
+    }
+
+    /// Whether the supervisor that wrote the state still runs.
+    public func supervisorIsRunning(_ state: ComposeState) -> Bool {
+        isAlive(state.supervisorPID)
+    }
+
+    /// The `ps` table.
+    public func table(now: Date = Date()) -> String {
+        guard let state = paths.readState() else { return "no set has run in \(paths.directory)" }
+        func pad(_ text: String, _ width: Int) -> String {
+            text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+        }
+        let supervisor = supervisorIsRunning(state) ? "running (pid \(state.supervisorPID))" : "not running"
+        var lines = ["supervisor: \(supervisor), file \(state.file)", pad("NAME", 10) + pad("STATE", 10) + pad("PID", 9) + pad("READY", 7) + pad("RESTARTS", 10) + pad("UPTIME", 10) + "LAST EXIT"]
+        for program in state.programs {
+            let alive = program.pid.map(isAlive) ?? false
+            let phase = supervisorIsRunning(state) ? program.phase.rawValue : (alive ? "orphaned" : "stopped")
+            let uptime = program.startedAt.map { alive ? Self.duration(now.timeIntervalSince($0)) : "-" } ?? "-"
+            lines.append(
+                pad(program.name, 10) + pad(phase, 10) + pad(program.pid.map(String.init) ?? "-", 9) + pad(program.ready ? "yes" : "no", 7)
+                    + pad("\(program.restarts)", 10) + pad(uptime, 10) + (program.lastExit ?? "-"))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Stops the set: SIGTERM to the supervisor, which stops its programs in order; after
+    /// `deadline`, SIGKILL to it and to every program group it left. Returns what it did, in words.
+    public func down(deadline: Duration = .seconds(30)) async -> String {
+        guard let state = paths.readState() else { return "nothing to stop: no set has run in \(paths.directory)" }
+        var report: [String] = []
+        if isAlive(state.supervisorPID) {
+            kill(state.supervisorPID, SIGTERM)
+            let end = ContinuousClock.now + deadline
+            while isAlive(state.supervisorPID) && ContinuousClock.now < end {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            if isAlive(state.supervisorPID) {
+                kill(state.supervisorPID, SIGKILL)
+                report.append("the supervisor did not stop within \(deadline); killed it")
+            } else {
+                report.append("stopped the set")
+            }
+        }
+        // Programs a supervisor killed with SIGKILL could not stop: their groups go now.
+        for program in paths.readState()?.programs ?? state.programs {
+            guard let pid = program.pid, isAlive(pid) else { continue }
+            kill(-pid, SIGKILL)
+            report.append("killed \(program.name) (pid \(pid)), left behind")
+        }
+        return report.isEmpty ? "the set was not running" : report.joined(separator: "\n")
+    }
+
+    private func isAlive(_ pid: Int32) -> Bool {
+        guard pid > 0 else { return false }
+        if kill(pid, 0) != 0 && errno == ESRCH { return false }
+        // A zombie is not alive; /proc tells.
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = status.lastIndex(of: ")")
+        else { return true }
+        return status[status.index(close, offsetBy: 2)] != "Z"
+    }
+
+    static func duration(_ seconds: TimeInterval) -> String {
+        let total = Int(max(0, seconds))
+        if total < 60 { return "\(total)s" }
+        if total < 3600 { return "\(total / 60)m\(total % 60)s" }
+        return "\(total / 3600)h\(total % 3600 / 60)m"
+    }
+
+    /// Starts `arguments` as a new session detached from this terminal, output to `logPath`.
+    public static func spawnDetached(executable: String, arguments: [String], logPath: String) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, tether_posix_spawn_setsid())
+        var pid: pid_t = 0
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard rc == 0 else { throw ComposeError("cannot start \(executable): \(String(cString: strerror(rc)))") }
+        return pid
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Yams
+
+/// A compose file: the programs of a set, in start order.
+///
+/// ```yaml
+/// name: tether
+/// environment:            # defaults; the caller's environment wins
+///   TETHER_GATEWAY_PORT: "8765"
+/// tokens:                 # files given a random token (mode 0600) when missing
+///   - ${TETHER_RUN}/gateway.token
+/// programs:
+///   - name: bus
+///     command: [tether-bus]
+///   - name: connd
+///     command: [tether-connd, --url, "ws://127.0.0.1:${TETHER_GATEWAY_PORT}/ws"]
+///     depends_on: [bus]
+///     restart: always     # always (default), on-failure or no
+///     ready: heartbeat    # heartbeat (default), tcp:HOST:PORT or none
+/// ```
+public struct ComposeFile: Decodable, Sendable {
+    public var name: String
+    public var environment: [String: String]
+    public var tokens: [String]
+    public var programs: [ProgramSpec]
+
+    private enum CodingKeys: String, CodingKey {
+        case name, environment, tokens, programs
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decodeIfPresent(String.self, forKey: .name) ?? "tether"
+        environment = try container.decodeIfPresent([String: String].self, forKey: .environment) ?? [:]
+        tokens = try container.decodeIfPresent([String].self, forKey: .tokens) ?? []
+        programs = try container.decode([ProgramSpec].self, forKey: .programs)
+    }
+
+    /// Reads and checks a compose file.
+    public static func load(path: String) throws -> ComposeFile {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ComposeError("cannot read compose file \(path): \(error.localizedDescription)")
+        }
+        let file: ComposeFile
+        do {
+            file = try YAMLDecoder().decode(ComposeFile.self, from: text)
+        } catch {
+            throw ComposeError("compose file \(path) is not valid: \(error)")
+        }
+        try file.validate(path: path)
+        return file
+    }
+
+    func validate(path: String) throws {
+        var seen: Set<String> = []
+        for program in programs {
+            guard !program.command.isEmpty else { throw ComposeError("\(path): program '\(program.name)' has an empty command") }
+            for dependency in program.dependsOn where !seen.contains(dependency) {
+                throw ComposeError("\(path): program '\(program.name)' depends on '\(dependency)', which is not listed before it")
+            }
+            guard seen.insert(program.name).inserted else { throw ComposeError("\(path): program '\(program.name)' is listed twice") }
+        }
+    }
+
+    /// Replaces `${NAME}` and `${NAME:-default}` with values from `variables`.
+    public static func expand(_ text: String, variables: [String: String]) throws -> String {
+        var result = ""
+        var rest = Substring(text)
+        while let start = rest.range(of: "${") {
+            result += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
+                throw ComposeError("unclosed ${ in '\(text)'")
+            }
+            let expression = rest[start.upperBound..<end]
+            let parts = expression.split(separator: ":-", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            if let value = variables[name], !value.isEmpty {
+                result += value
+            } else if parts.count == 2 {
+                result += parts[1]
+            } else {
+                throw ComposeError("variable \(name) is not set (in '\(text)')")
+            }
+            rest = rest[rest.index(after: end)...]
+        }
+        return result + rest
+    }
+}
+
+/// One program of a compose file.
+public struct ProgramSpec: Decodable, Sendable {
+    public var name: String
+    /// The executable (looked up in the binary directory unless it is a path) and its arguments.
+    public var command: [String]
+    public var dependsOn: [String]
+    public var restart: RestartPolicy
+    public var ready: Readiness
+
+    private enum CodingKeys: String, CodingKey {
+        case name, command, restart, ready
+        case dependsOn = "depends_on"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        command = try container.decode([String].self, forKey: .command)
+        dependsOn = try container.decodeIfPresent([String].self, forKey: .dependsOn) ?? []
+        restart = try container.decodeIfPresent(RestartPolicy.self, forKey: .restart) ?? .always
+        let readiness = try container.decodeIfPresent(String.self, forKey: .ready) ?? "heartbeat"
+        guard let ready = Readiness(readiness) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .ready, in: container, debugDescription: "ready must be heartbeat, tcp:HOST:PORT or none, not '\(readiness)'")
+        }
+        self.ready = ready
+    }
+}
+
+/// When a program that exited is started again.
+public enum RestartPolicy: String, Decodable, Sendable {
+    case always
+    case onFailure = "on-failure"
+    case no
+
+    /// Whether a program that exited with `status` (nil when killed by a signal) is restarted.
+    public func restarts(afterExitStatus status: Int32?) -> Bool {
+        switch self {
+        case .always: true
+        case .onFailure: status != 0
+        case .no: false
+        }
+    }
+}
+
+/// How the supervisor knows a program is ready for those that depend on it.
+public enum Readiness: Sendable, Equatable {
+    /// Its heartbeat is on the bus.
+    case heartbeat
+    /// It accepts TCP connections at the address (after variable expansion).
+    case tcp(String)
+    /// As soon as it is started.
+    case none
+
+    init?(_ text: String) {
+        if text == "heartbeat" {
+            self = .heartbeat
+        } else if text == "none" {
+            self = .none
+        } else if text.hasPrefix("tcp:") {
+            self = .tcp(String(text.dropFirst(4)))
+        } else {
+            return nil
+        }
+    }
+}
+
+/// A compose error, in words.
+public struct ComposeError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,353 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+public import Logging
+import Subprocess
+import SystemPackage
+public import TetherBus
+import TetherSchema
+import TetherService
+import UnixSignals
+
+/// Starts the programs of a compose file in order, each in its own process group, restarts
+/// those that exit by their policy, and stops them in reverse order on SIGTERM or SIGINT:
+/// SIGTERM to the group, then SIGKILL after a deadline.
+public actor Supervisor {
+    /// How the supervisor runs.
+    public struct Options: Sendable {
+        public var composeFile: String
+        public var runDirectory: RunDirectory
+        /// Where program executables are looked up.
+        public var binaryDirectory: String
+        /// Copy each program's output to standard output, prefixed with its name.
+        public var attached: Bool
+        /// How long a program has to exit after SIGTERM before it gets SIGKILL.
+        public var stopDeadline: Duration
+
+        public init(composeFile: String, runDirectory: RunDirectory, binaryDirectory: String, attached: Bool, stopDeadline: Duration = .seconds(5)) {
+            self.composeFile = composeFile
+            self.runDirectory = runDirectory
+            self.binaryDirectory = binaryDirectory
+            self.attached = attached
+            self.stopDeadline = stopDeadline
+        }
+    }
+
+    private let options: Options
+    private let file: ComposeFile
+    private let paths: ComposePaths
+    private let logger: Logger
+    private let variables: [String: String]
+    private let startedAt = Date()
+    private var statuses: [String: ProgramStatus] = [:]
+    private var stopRequests: [String: AsyncStream<Void>.Continuation] = [:]
+    /// The pid of the latest heartbeat seen from each program.
+    private var heartbeats: [String: Int32] = [:]
+    private var shuttingDown = false
+    private let output = OutputWriter()
+
+    public init(options: Options, logger: Logger) throws {
+        self.options = options
+        self.file = try ComposeFile.load(path: options.composeFile)
+        self.paths = ComposePaths(runDirectory: options.runDirectory.path)
+        self.logger = logger
+        var variables = file.environment
+        for (key, value) in ProcessInfo.processInfo.environment { variables[key] = value }
+        variables["TETHER_RUN"] = options.runDirectory.path
+        self.variables = variables
+        for program in file.programs { statuses[program.name] = ProgramStatus(name: program.name) }
+    }
+
+    /// Runs the set until SIGTERM or SIGINT, then stops it.
+    public func run() async throws {
+        try options.runDirectory.prepare()
+        try FileManager.default.createDirectory(atPath: paths.directory + "/logs", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let lock = try LockFile(path: paths.lock, name: "a compose supervisor for \(options.runDirectory.path)")
+        try createTokens()
+        writeState()
+
+        let bus = try BusClient(source: "tether-compose", runDirectory: options.runDirectory, logger: logger)
+        let beats = try await bus.subscribe(to: [Topic.heartbeat.name])
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.watchHeartbeats(beats) }
+            group.addTask {
+                for await signal in signals {
+                    await self.log("received \(signal): stopping the set")
+                    await self.beginShutdown()
+                    return
+                }
+            }
+            for program in file.programs {
+                guard await waitForDependencies(of: program) else { break }
+                group.addTask { await self.supervise(program) }
+            }
+            await waitForShutdown()
+            await stopAll()
+            group.cancelAll()
+        }
+        await bus.close()
+        writeState()
+        withExtendedLifetime(lock) {}
+    }
+
+    // MARK: Starting
+
+    private func createTokens() throws {
+        for template in file.tokens {
+            let path = try ComposeFile.expand(template, variables: variables)
+            guard !FileManager.default.fileExists(atPath: path) else { continue }
+            var bytes = [UInt8](repeating: 0, count: 32)
+            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+            try SecretFile.write(bytes.map { String(format: "%02x", $0) }.joined(), to: path)
+            log("generated a token in \(path)")
+        }
+    }
+
+    /// Waits until every dependency is ready; false when the set is shutting down meanwhile.
+    private func waitForDependencies(of program: ProgramSpec) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var warned = false
+        while !shuttingDown {
+            let waiting = program.dependsOn.filter { statuses[$0]?.ready != true }
+            if waiting.isEmpty { return true }
+            if ContinuousClock.now > deadline && !warned {
+                log("\(program.name) still waits for \(waiting.joined(separator: ", ")) to be ready")
+                warned = true
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    private func waitForShutdown() async {
+        while !shuttingDown {
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    private func beginShutdown() {
+        shuttingDown = true
+    }
+
+    // MARK: Supervising one program
+
+    private func supervise(_ program: ProgramSpec) async {
+        var delay = Duration.milliseconds(500)
+        while !shuttingDown {
+            let started = ContinuousClock.now
+            let status = await launch(program)
+            let description = status.map(Self.describe) ?? "could not be started"
+            update(program.name) {
+                $0.phase = .exited
+                $0.pid = nil
+                $0.ready = false
+                $0.lastExit = description
+            }
+            guard !shuttingDown else { break }
+            let exitCode: Int32? = if case .exited(let code) = status { code } else { nil }
+            guard program.restart.restarts(afterExitStatus: status == nil ? 1 : exitCode) else {
+                log("\(program.name) \(description); restart policy '\(program.restart.rawValue)' leaves it stopped")
+                break
+            }
+            // A program that ran a while gets a fresh backoff; one that keeps dying waits longer each time.
+            if started.duration(to: .now) > .seconds(10) { delay = .milliseconds(500) }
+            log("\(program.name) \(description); restarting in \(delay)")
+            update(program.name) { $0.phase = .backoff }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(10))
+            update(program.name) { $0.restarts += 1 }
+        }
+        update(program.name) { $0.phase = .stopped }
+    }
+
+    /// Runs the program once; its exit status, or nil when it could not be started.
+    private func launch(_ program: ProgramSpec) async -> TerminationStatus? {
+        let command: [String]
+        do {
+            command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
+        } catch {
+            log("\(program.name): \(error)")
+            return nil
+        }
+        let executable = command[0].contains("/") ? command[0] : options.binaryDirectory + "/" + command[0]
+        let (stopStream, stopContinuation) = AsyncStream<Void>.makeStream()
+        stopRequests[program.name] = stopContinuation
+        update(program.name) {
+            $0.phase = .starting
+            $0.startedAt = Date()
+        }
+        var platformOptions = PlatformOptions()
+        // Its own process group: a terminal's Ctrl-C reaches the supervisor only, which stops the set in order.
+        platformOptions.processGroupID = 0
+        let logPath = paths.log(program.name)
+        let output = self.output
+        let attached = options.attached
+        let deadline = options.stopDeadline
+        let environment = Environment.inherit.updating(["TETHER_RUN": options.runDirectory.path])
+        do {
+            let result = try await Subprocess.run(
+                .path(FilePath(executable)),
+                arguments: Arguments(Array(command.dropFirst())),
+                environment: environment,
+                platformOptions: platformOptions,
+                input: .none,
+                output: .sequence,
+                error: .combinedWithOutput
+            ) { execution in
+                let pid = execution.processIdentifier.value
+                self.started(program, pid: pid)
+                let log = LogFile(path: logPath)
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await _ in stopStream {
+                            try? execution.send(signal: .terminate, toProcessGroup: true)
+                            try? await Task.sleep(for: deadline)
+                            try? execution.send(signal: .kill, toProcessGroup: true)
+                            return
+                        }
+                    }
+                    group.addTask { await self.awaitReadiness(program, pid: pid) }
+                    do {
+                        for try await line in execution.standardOutput.strings() {
+                            log.write(line)
+                            if attached { output.write(program.name, line) }
+                        }
+                    } catch {
+                        log.write("[tether-compose] output of \(program.name) unreadable: \(error)")
+                    }
+                    group.cancelAll()
+                }
+            }
+            stopRequests[program.name] = nil
+            return result.terminationStatus
+        } catch {
+            stopRequests[program.name] = nil
+            log("\(program.name): cannot start \(executable): \(error)")
+            return nil
+        }
+    }
+
+    private func started(_ program: ProgramSpec, pid: Int32) {
+        log("started \(program.name) (pid \(pid))")
+        update(program.name) {
+            $0.phase = .running
+            $0.pid = pid
+            $0.ready = program.ready == .none
+        }
+    }
+
+    // MARK: Readiness
+
+    private func awaitReadiness(_ program: ProgramSpec, pid: Int32) async {
+        while !Task.isCancelled {
+            let ready: Bool =
+                switch program.ready {
+                case .none: true
+                case .heartbeat: heartbeats[Self.programName(program)] == pid
+                case .tcp(let address): (try? ComposeFile.expand(address, variables: variables)).map(Self.acceptsConnections) ?? false
+                }
+            if ready {
+                update(program.name) { if $0.pid == pid { $0.ready = true } }
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    private func watchHeartbeats(_ beats: BusSubscription) async {
+        for await message in beats {
+            guard let beat = try? message.decode(Heartbeat.self) else { continue }
+            heartbeats[beat.program] = beat.pid
+        }
+    }
+
+    /// The name a program's heartbeat carries: its executable's name.
+    private static func programName(_ program: ProgramSpec) -> String {
+        String(program.command[0].split(separator: "/").last ?? "")
+    }
+
+    private static func acceptsConnections(_ address: String) -> Bool {
+        guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else { return false }
+        let host = String(address[..<colon])
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host == "localhost" ? "127.0.0.1" : host, &socketAddress.sin_addr) == 1 else { return false }
+        return withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    // MARK: Stopping
+
+    /// Stops the programs in reverse start order, each within the stop deadline.
+    private func stopAll() async {
+        for program in file.programs.reversed() {
+            guard let stop = stopRequests[program.name] else { continue }
+            log("stopping \(program.name)")
+            update(program.name) { $0.phase = .stopping }
+            stop.yield()
+            while stopRequests[program.name] != nil {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    // MARK: State
+
+    private func update(_ name: String, _ change: (inout ProgramStatus) -> Void) {
+        guard var status = statuses[name] else { return }
+        change(&status)
+        statuses[name] = status
+        writeState()
+    }
+
+    private func writeState() {
+        paths.write(
+            ComposeState(
+                supervisorPID: getpid(), file: options.composeFile, startedAt: startedAt,
+                programs: file.programs.compactMap { statuses[$0.name] }))
+    }
+
+    private func log(_ message: String) {
+        output.write("compose", message)
+    }
+
+    static func describe(_ status: TerminationStatus) -> String {
+        switch status {
+        case .exited(let code): "exited with status \(code)"
+        case .signaled(let signal): "was killed by signal \(signal)\(signal == SIGKILL ? " (SIGKILL)" : "")"
+        }
+    }
+}
+
+/// Appends lines to a program's log file.
+struct LogFile: Sendable {
+    private let handle: FileHandle?
+
+    init(path: String) {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        handle = FileHandle(forWritingAtPath: path)
+        _ = try? handle?.seekToEnd()
+    }
+
+    func write(_ line: String) {
+        try? handle?.write(contentsOf: Data((line + "\n").utf8))
+    }
+}
+
+/// Writes `name | line` to standard output, one whole line at a time.
+final class OutputWriter: Sendable {
+    func write(_ name: String, _ line: String) {
+        let padded = name.count >= 8 ? name : name + String(repeating: " ", count: 8 - name.count)
+        FileHandle.standardOutput.write(Data("\(padded) | \(line)\n".utf8))
+    }
+}

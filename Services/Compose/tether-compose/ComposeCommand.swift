@@ -1,0 +1,146 @@
+import ArgumentParser
+import ComposeSupervisor
+import Foundation
+import Logging
+import TetherBus
+import TetherService
+
+@main
+struct ComposeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tether-compose",
+        abstract: "Start, supervise and stop the set of Tether programs a compose file describes.",
+        subcommands: [Up.self, Down.self, Ps.self, Logs.self]
+    )
+}
+
+/// The run directory and the directory of the program executables.
+struct SetOptions: ParsableArguments {
+    @Option(name: .customLong("run-dir"), help: "The run directory (default: $TETHER_RUN, else $XDG_RUNTIME_DIR/tether, else /tmp/tether-$UID).")
+    var runDirectory: String?
+
+    var resolved: RunDirectory { RunDirectory.resolve(runDirectory) }
+}
+
+struct Up: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Start the set and supervise it until SIGTERM or Ctrl-C.")
+
+    @OptionGroup var set: SetOptions
+
+    @Option(name: .shortAndLong, help: "The compose file.")
+    var file = "compose/default.yaml"
+
+    @Option(help: "Where the program executables are (default: beside tether-compose).")
+    var binDir: String?
+
+    @Flag(name: .shortAndLong, help: "Run in the background; return once every program is ready.")
+    var detach = false
+
+    @Option(help: "With --detach: seconds to wait for every program to be ready.")
+    var readyTimeout: Double = 60
+
+    func run() async throws {
+        LoggingBootstrap.bootstrap(level: .warning)
+        let runDirectory = set.resolved
+        let composeFile = URL(fileURLWithPath: file).standardizedFileURL.path
+        let binaries = binDir ?? URL(fileURLWithPath: CommandLine.executablePath).deletingLastPathComponent().path
+        if detach {
+            try await startDetached(runDirectory: runDirectory, composeFile: composeFile, binaries: binaries)
+            return
+        }
+        let supervisor = try Supervisor(
+            options: .init(composeFile: composeFile, runDirectory: runDirectory, binaryDirectory: binaries, attached: true),
+            logger: Logger(label: "tether-compose"))
+        try await supervisor.run()
+    }
+
+    private func startDetached(runDirectory: RunDirectory, composeFile: String, binaries: String) async throws {
+        _ = try ComposeFile.load(path: composeFile)
+        try runDirectory.prepare()
+        let control = ComposeControl(runDirectory: runDirectory.path)
+        if let state = control.paths.readState(), control.supervisorIsRunning(state) {
+            throw ComposeError("a set is already running in \(runDirectory.path) (supervisor pid \(state.supervisorPID)); stop it with down")
+        }
+        try FileManager.default.createDirectory(atPath: control.paths.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.removeItem(atPath: control.paths.state)
+        let pid = try ComposeControl.spawnDetached(
+            executable: CommandLine.executablePath,
+            arguments: ["up", "--file", composeFile, "--bin-dir", binaries, "--run-dir", runDirectory.path],
+            logPath: control.paths.supervisorLog)
+        let deadline = ContinuousClock.now + .milliseconds(Int(readyTimeout * 1000))
+        while ContinuousClock.now < deadline {
+            if let state = control.paths.readState(), state.supervisorPID == pid, state.programs.allSatisfy(\.ready) {
+                print(control.table())
+                return
+            }
+            if kill(pid, 0) != 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        print(control.table())
+        throw ComposeError("the set is not ready after \(readyTimeout) s; see \(control.paths.supervisorLog) and the logs command")
+    }
+}
+
+struct Down: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop the set: SIGTERM, then SIGKILL after a deadline.")
+
+    @OptionGroup var set: SetOptions
+
+    @Option(help: "Seconds to wait before killing.")
+    var timeout: Double = 30
+
+    func run() async throws {
+        print(await ComposeControl(runDirectory: set.resolved.path).down(deadline: .milliseconds(Int(timeout * 1000))))
+    }
+}
+
+struct Ps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the programs of the set: state, pid, readiness, restarts, uptime.")
+
+    @OptionGroup var set: SetOptions
+
+    @Flag(help: "Print the supervisor's state file as JSON.")
+    var json = false
+
+    func run() async throws {
+        let control = ComposeControl(runDirectory: set.resolved.path)
+        if json {
+            print((try? String(contentsOfFile: control.paths.state, encoding: .utf8)) ?? "null")
+        } else {
+            print(control.table())
+        }
+    }
+}
+
+struct Logs: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a program's log.")
+
+    @OptionGroup var set: SetOptions
+
+    @Argument(help: "The program's name in the compose file (bus, gateway, connd, …), or 'compose' for the supervisor.")
+    var name: String
+
+    @Flag(name: .shortAndLong, help: "Keep printing what the program writes.")
+    var follow = false
+
+    func run() async throws {
+        let paths = ComposePaths(runDirectory: set.resolved.path)
+        let path = name == "compose" ? paths.supervisorLog : paths.log(name)
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ComposeError("no log for '\(name)' at \(path)")
+        }
+        while true {
+            let data = handle.readDataToEndOfFile()
+            if !data.isEmpty { FileHandle.standardOutput.write(data) }
+            guard follow else { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+extension CommandLine {
+    /// This executable's absolute path.
+    static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? arguments[0]
+    }
+}
