@@ -1,0 +1,190 @@
+import Foundation
+import Logging
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+import TetherWire
+
+/// The whole set from compose/default.yaml, in a private run directory and port.
+@Suite(.serialized) struct WholeSetTests {
+    /// A running set; stopping it (or dropping it) leaves no process behind.
+    final class RunningSet {
+        let run: TestRunDirectory
+        let port: Int
+        let supervisor: ChildProcess
+
+        init() async throws {
+            run = try TestRunDirectory()
+            port = try freePort()
+            supervisor = try ChildProcess(
+                Programs.path("tether-compose"),
+                ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory],
+                environment: ["TETHER_GATEWAY_PORT": "\(port)"],
+                outputDirectory: run.path, name: "compose")
+            let ready = await eventually(timeout: .seconds(30)) {
+                guard let state = self.state() else { return false }
+                return state.programs.allSatisfy { $0.ready }
+            }
+            if !ready {
+                throw TestFailure("the set did not become ready:\n\(supervisor.standardOutput)\n\(supervisor.standardError)")
+            }
+        }
+
+        deinit {
+            stop()
+        }
+
+        func state() -> ComposeStateFile? {
+            guard let data = FileManager.default.contents(atPath: run.path + "/compose/state.json") else { return nil }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try? decoder.decode(ComposeStateFile.self, from: data)
+        }
+
+        /// Runs a front-end command against the set and waits for it.
+        func tether(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ChildProcess {
+            let process = try ChildProcess(Programs.path("tether"), arguments + ["--run-dir", run.path], outputDirectory: run.path)
+            try process.waitForExit(timeout: timeout)
+            return process
+        }
+
+        /// `tether-compose down`, then whatever is left is killed.
+        func stop() {
+            if supervisor.isRunning {
+                if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: run.path, name: "down") {
+                    _ = try? down.waitForExit(timeout: .seconds(40))
+                }
+            }
+            supervisor.stop()
+            for program in state()?.programs ?? [] {
+                if let pid = program.pid, kill(pid, 0) == 0 { kill(-pid, SIGKILL) }
+            }
+        }
+
+        func gatewayRecord() -> [[String: Any]] {
+            let text = (try? String(contentsOfFile: run.path + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+    }
+
+    /// The parts of compose/state.json the tests read.
+    struct ComposeStateFile: Decodable {
+        struct Program: Decodable {
+            var name: String
+            var pid: Int32?
+            var ready: Bool
+            var restarts: Int
+        }
+        var supervisorPID: Int32
+        var programs: [Program]
+    }
+
+    @Test func sendHelloThroughTheWholeSet() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+
+        let tap = try ChildProcess(
+            Programs.path("tether-tap"), ["--run-dir", set.run.path, "--json", "wire.", "conv."], outputDirectory: set.run.path, name: "tap")
+        defer { tap.stop() }
+        // The tap is listening once a message published now reaches it.
+        let client = try BusClient(source: "e2e-test", runDirectory: set.run.runDirectory, logger: Logger(label: "e2e"))
+        let tapReady = await eventually {
+            try? client.publish(["ready": true], on: Topic("conv.test-ready"))
+            return tap.standardOutput.contains("conv.test-ready")
+        }
+        #expect(tapReady, "the tap did not start: \(tap.standardError)")
+
+        let started = ContinuousClock.now
+        let send = try set.tether(["send", "hello"])
+        print("tether send hello took \(started.duration(to: .now))")
+        #expect(send.status == 0, "tether send failed: \(send.standardError)")
+        #expect(send.standardOutput == "You said: hello\n")
+
+        // The gateway's record holds the message exactly once.
+        let record = set.gatewayRecord().filter { $0["content"] as? String == "hello" }
+        #expect(record.count == 1)
+        let id = try #require(record.first?["id"] as? String)
+
+        // The transcript holds the message as delivered and the assembled reply to it.
+        let transcript = try await client.request(TranscriptCommand.self, .init(limit: 10)).entries
+        let sent = try #require(transcript.first { $0.id.value == id })
+        #expect(sent.sender == .user)
+        #expect(sent.status == .delivered)
+        let reply = try #require(transcript.first { $0.inReplyTo?.value == id })
+        #expect(reply.sender == .bot(name: "Opta"))
+        #expect(reply.content == "You said: hello")
+        #expect(reply.status == .received)
+        await client.close()
+
+        // The tap shows the exchange topic by topic: queued, written to the gateway, its
+        // frames back (ack, bot state, chunks), delivered, the assembled reply.
+        let shown = await eventually {
+            tap.standardOutput.split(separator: "\n").contains { $0.contains("\"conv.message\"") && $0.contains("inReplyTo") }
+        }
+        #expect(shown, "the tap did not show the reply: \(tap.standardOutput)")
+        let topics = tap.standardOutput.split(separator: "\n").compactMap { line -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return object["topic"] as? String
+        }
+        let expectedOrder = ["conv.message", "conv.delivery", "wire.out", "wire.in", "conv.delivery", "conv.stream", "conv.message"]
+        var remaining = expectedOrder[...]
+        for topic in topics where topic == remaining.first { remaining.removeFirst() }
+        #expect(remaining.isEmpty, "the tap showed \(topics), not \(expectedOrder) in order")
+
+        let status = try set.tether(["status"])
+        #expect(status.standardOutput.contains("connection: Connected"))
+        #expect(status.standardOutput.contains("outbox: 0 pending"))
+
+        set.stop()
+        #expect(set.supervisor.status != nil, "the supervisor is still running after down")
+        for program in set.state()?.programs ?? [] {
+            if let pid = program.pid {
+                #expect(kill(pid, 0) != 0, "\(program.name) (pid \(pid)) is still running after down")
+            }
+        }
+    }
+
+    @Test func programKilledWithSigkillIsRestartedAndTheSetCarriesOn() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+        let before = try #require(set.state()?.programs.first { $0.name == "protod" })
+        let pid = try #require(before.pid)
+        kill(pid, SIGKILL)
+        let restarted = await eventually(timeout: .seconds(15)) {
+            guard let protod = set.state()?.programs.first(where: { $0.name == "protod" }) else { return false }
+            return protod.restarts == 1 && protod.ready && protod.pid != pid
+        }
+        #expect(restarted, "protod was not restarted")
+        let ps = try ChildProcess(Programs.path("tether-compose"), ["ps", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "ps")
+        try ps.waitForExit(timeout: .seconds(10))
+        let protodLine = ps.standardOutput.split(separator: "\n").first { $0.hasPrefix("protod") } ?? ""
+        #expect(protodLine.contains("SIGKILL"), "ps does not show how protod ended: \(ps.standardOutput)")
+
+        let send = try set.tether(["send", "still", "there?"])
+        #expect(send.status == 0, "tether send failed after the restart: \(send.standardError)")
+        #expect(send.standardOutput == "You said: still there?\n")
+    }
+
+    @Test func watchStartsWithTheStoredTranscript() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+        #expect(try set.tether(["send", "first"]).status == 0)
+        let watch = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch")
+        let shown = await eventually { watch.standardOutput.contains("Opta: You said: first") }
+        #expect(shown, "watch did not print the stored transcript: \(watch.standardOutput) \(watch.standardError)")
+        #expect(watch.standardOutput.contains("you: first [delivered]"))
+        #expect(try set.tether(["send", "second"]).status == 0)
+        let live = await eventually { watch.standardOutput.contains("Opta: You said: second") }
+        #expect(live, "watch did not print the live exchange: \(watch.standardOutput)")
+        watch.stop()
+    }
+
+    @Test func sendWithoutASetSaysSo() throws {
+        let run = try TestRunDirectory()
+        let send = try ChildProcess(Programs.path("tether"), ["send", "--run-dir", run.path, "hello"], outputDirectory: run.path)
+        let status = try send.waitForExit(timeout: .seconds(20))
+        #expect(status == 4)
+        #expect(send.standardError.contains("is tether-bus running?"))
+    }
+}

@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+public import TetherBus
+
+/// A private run directory for one test, removed at the end; short enough for socket paths.
+public final class TestRunDirectory: Sendable {
+    public let path: String
+
+    public init() throws {
+        var template = Array("/tmp/tether-test-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw TestFailure("mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        path = String(cString: made)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    public var runDirectory: RunDirectory { RunDirectory(path: path) }
+}
+
+/// Where the built programs are: `$TETHER_BIN_DIR`, else beside the test bundle.
+public enum Programs {
+    public static var directory: String {
+        if let explicit = ProcessInfo.processInfo.environment["TETHER_BIN_DIR"], !explicit.isEmpty { return explicit }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        // Swift Testing on Linux runs the .xctest binary from the build directory.
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("tether-bus").path) && url.path != "/" {
+            url.deleteLastPathComponent()
+        }
+        return url.path
+    }
+
+    /// The path of a built program.
+    public static func path(_ name: String) -> String {
+        directory + "/" + name
+    }
+
+    /// The package's root directory (for compose files).
+    public static var packageRoot: String {
+        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) && url.path != "/" {
+            url.deleteLastPathComponent()
+        }
+        return url.path
+    }
+}
+
+/// A TCP port on the loopback interface that nothing listens on now.
+public func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw TestFailure("bind failed") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+public func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
