@@ -175,6 +175,15 @@ let package = Package(
                 swiftSettings: swiftSettings
             ),
             .testTarget(
+                name: "ServiceLogicTests",
+                dependencies: [
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "TetherTesting",
+                    "TetherSchema", "TetherWire",
+                ],
+                path: "Tests/ServiceLogicTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
                 name: "EndToEndTests",
                 dependencies: ["TetherTesting", "TetherSchema", "TetherWire"],
                 path: "Tests/EndToEndTests",

@@ -1,0 +1,68 @@
+import ComposeSupervisor
+import ConnectionManager
+import Foundation
+import Testing
+import TetherTesting
+
+@Suite struct ComposeFileTests {
+    @Test func defaultComposeFileLoads() throws {
+        let file = try ComposeFile.load(path: Programs.packageRoot + "/compose/default.yaml")
+        #expect(file.programs.map(\.name) == ["bus", "gateway", "netmon", "snapd", "protod", "connd"])
+        let connd = try #require(file.programs.last)
+        #expect(connd.dependsOn == ["bus", "gateway"])
+        #expect(connd.restart == .always)
+        #expect(connd.ready == .heartbeat)
+        #expect(file.programs[1].ready == .tcp("127.0.0.1:${TETHER_GATEWAY_PORT}"))
+    }
+
+    @Test func expansion() throws {
+        let variables = ["RUN": "/tmp/x", "EMPTY": ""]
+        #expect(try ComposeFile.expand("${RUN}/token", variables: variables) == "/tmp/x/token")
+        #expect(try ComposeFile.expand("port ${PORT:-8765}", variables: variables) == "port 8765")
+        #expect(try ComposeFile.expand("${EMPTY:-fallback}", variables: variables) == "fallback")
+        #expect(throws: ComposeError.self) { try ComposeFile.expand("${MISSING}", variables: variables) }
+        #expect(throws: ComposeError.self) { try ComposeFile.expand("${RUN", variables: variables) }
+    }
+
+    @Test func badFilesAreRefusedInWords() throws {
+        let run = try TestRunDirectory()
+        let cases = [
+            ("programs:\n  - name: a\n    command: [x]\n    depends_on: [b]\n", "depends on 'b'"),
+            ("programs:\n  - name: a\n    command: []\n", "empty command"),
+            ("programs:\n  - name: a\n    command: [x]\n    ready: soon\n", "ready must be"),
+            ("programs: [", "not valid"),
+        ]
+        for (index, (text, expected)) in cases.enumerated() {
+            let path = run.path + "/bad\(index).yaml"
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            do {
+                _ = try ComposeFile.load(path: path)
+                Issue.record("\(text) loaded")
+            } catch {
+                #expect("\(error)".contains(expected), "\(error)")
+            }
+        }
+        #expect(throws: ComposeError.self) { try ComposeFile.load(path: run.path + "/missing.yaml") }
+    }
+
+    @Test func restartPolicies() {
+        #expect(RestartPolicy.always.restarts(afterExitStatus: 0))
+        #expect(RestartPolicy.onFailure.restarts(afterExitStatus: 1))
+        #expect(!RestartPolicy.onFailure.restarts(afterExitStatus: 0))
+        #expect(RestartPolicy.onFailure.restarts(afterExitStatus: nil))
+        #expect(!RestartPolicy.no.restarts(afterExitStatus: 1))
+    }
+
+    @Test func backoffGrowsToItsCapWithinItsJitter() {
+        let backoff = Backoff(base: .seconds(1), cap: .seconds(30), jitter: 0.2)
+        #expect(backoff.delay(forAttempt: 1, random: 0) == .seconds(1))
+        #expect(backoff.delay(forAttempt: 3, random: 0) == .seconds(4))
+        #expect(backoff.delay(forAttempt: 10, random: 0) == .seconds(30))
+        #expect(abs(backoff.delay(forAttempt: 2, random: 1) - .seconds(2.4)) < .milliseconds(1))
+        #expect(abs(backoff.delay(forAttempt: 2, random: -1) - .seconds(1.6)) < .milliseconds(1))
+        for attempt in 1...20 {
+            let delay = backoff.delay(forAttempt: attempt)
+            #expect(delay >= .seconds(0.8) && delay <= .seconds(36))
+        }
+    }
+}
