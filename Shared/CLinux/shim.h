@@ -1,17 +1,14 @@
 #ifndef TETHER_CLINUX_SHIM_H
 #define TETHER_CLINUX_SHIM_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-
 // Linux interfaces Glibc's Swift module does not cover.
-#include <spawn.h>
 #include <sys/eventfd.h>
 
-/// posix_spawn's flag that starts the child in a new session (glibc, _GNU_SOURCE).
+/// posix_spawn's flag that starts the child in a new session. glibc defines
+/// POSIX_SPAWN_SETSID only under _GNU_SOURCE, which would make this module's view of the
+/// system headers differ from Glibc's; its value is fixed by glibc's ABI.
 static inline short tether_posix_spawn_setsid(void) {
-    return POSIX_SPAWN_SETSID;
+    return 0x80;
 }
 
 #endif

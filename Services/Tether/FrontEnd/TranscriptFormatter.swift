@@ -6,9 +6,14 @@ import TetherWire
 public struct TranscriptFormatter: Sendable {
     public init() {}
 
+    /// 24-hour local time: `22:35:04`.
+    private static let clock = Date.VerbatimFormatStyle(
+        format: "\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits)",
+        timeZone: .current, calendar: .current)
+
     /// `12:00:01 you: hello [delivered]`, or `12:00:02 Opta: You said: hello`.
     public func line(for entry: TranscriptEntry) -> String {
-        let time = entry.timestamp.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits).second(.twoDigits))
+        let time = entry.timestamp.formatted(Self.clock)
         switch entry.sender {
         case .user:
             return "\(time) you: \(entry.content) [\(entry.status.rawValue)]"
