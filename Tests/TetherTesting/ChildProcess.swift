@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 
 /// A program started by a test in its own process group, its output captured in files.
 ///

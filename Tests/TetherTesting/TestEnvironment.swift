@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 public import TetherBus
 
 /// A private run directory for one test, removed at the end; short enough for socket paths.
