@@ -166,6 +166,20 @@ import TetherWire
         #expect(send.standardOutput == "You said: still there?\n")
     }
 
+    @Test func messageSentWhileTheGatewayIsDownArrivesOnceAfterTheReconnect() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+        let gateway = try #require(set.state()?.programs.first { $0.name == "gateway" }?.pid)
+        kill(gateway, SIGKILL)
+        let send = try set.tether(["send", "--timeout", "30", "across", "the", "outage"], timeout: .seconds(40))
+        #expect(send.status == 0, "tether send failed: \(send.standardError)")
+        #expect(send.standardOutput == "You said: across the outage\n")
+        let record = set.gatewayRecord().filter { $0["content"] as? String == "across the outage" }
+        #expect(record.count == 1, "the gateway received the message \(record.count) times")
+        let connectionNumbers = Set(record.compactMap { $0["connection"] as? Int })
+        #expect(connectionNumbers == [1], "it came on the restarted gateway's first connection")
+    }
+
     @Test func watchStartsWithTheStoredTranscript() async throws {
         let set = try await RunningSet()
         defer { set.stop() }

@@ -45,6 +45,7 @@ public actor Supervisor {
     /// The pid of the latest heartbeat seen from each program.
     private var heartbeats: [String: Int32] = [:]
     private var shuttingDown = false
+    private var announcedReady = false
     private let output = OutputWriter()
 
     public init(options: Options, logger: Logger) throws {
@@ -306,6 +307,10 @@ public actor Supervisor {
         change(&status)
         statuses[name] = status
         writeState()
+        if !announcedReady && statuses.values.allSatisfy(\.ready) {
+            announcedReady = true
+            log("all \(statuses.count) programs are ready")
+        }
     }
 
     private func writeState() {

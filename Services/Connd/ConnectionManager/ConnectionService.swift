@@ -109,6 +109,10 @@ public struct ConnectionService: Service {
             return wasOpen
         } catch {
             let wasOpen = link.wasOpened
+            if Task.isCancelled {
+                logger.info("connection closed for shutdown")
+                return wasOpen
+            }
             link.lastError = Self.describe(error, url: url)
             logger.warning("connection failed", metadata: ["connection.error": "\(link.lastError ?? "")"])
             return wasOpen
