@@ -38,6 +38,13 @@ public enum SecretFile {
         return token
     }
 
+    /// The token from `file` if one is named, else from the environment variable `variable`.
+    public static func token(file: String?, environmentVariable variable: String) throws -> String {
+        if let file { return try read(file) }
+        if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
+        throw SecretFileError(description: "no token: pass --token-file FILE (mode 0600) or set \(variable)")
+    }
+
     /// Writes `secret` to `path` with mode 0600, replacing the file atomically.
     public static func write(_ secret: String, to path: String) throws {
         let temporary = path + ".tmp.\(getpid())"

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CLinux
 public import Foundation
+import TetherService
 
 /// What `ps`, `down` and `logs` do with a set's files, from another process than the supervisor.
 public struct ComposeControl: Sendable {
@@ -20,19 +21,18 @@ public struct ComposeControl: Sendable {
     /// The `ps` table.
     public func table(now: Date = Date()) -> String {
         guard let state = paths.readState() else { return "no set has run in \(paths.directory)" }
-        func pad(_ text: String, _ width: Int) -> String {
-            text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
-        }
         let supervisor = supervisorIsRunning(state) ? "running (pid \(state.supervisorPID))" : "not running"
-        var lines = ["supervisor: \(supervisor), file \(state.file)", pad("NAME", 10) + pad("STATE", 10) + pad("PID", 9) + pad("READY", 7) + pad("RESTARTS", 10) + pad("UPTIME", 10) + "LAST EXIT"]
+        var table = TextTable(header: ["NAME", "STATE", "PID", "READY", "RESTARTS", "UPTIME", "LAST EXIT"])
         for program in state.programs {
             let alive = program.pid.map(isAlive) ?? false
             let phase = supervisorIsRunning(state) ? program.phase.rawValue : (alive ? "orphaned" : "stopped")
-            let uptime = program.startedAt.map { alive ? Self.duration(now.timeIntervalSince($0)) : "-" } ?? "-"
-            lines.append(
-                pad(program.name, 10) + pad(phase, 10) + pad(program.pid.map(String.init) ?? "-", 9) + pad(program.ready ? "yes" : "no", 7)
-                    + pad("\(program.restarts)", 10) + pad(uptime, 10) + (program.lastExit ?? "-"))
+            let uptime = program.startedAt.map { alive ? uptimeWords(now.timeIntervalSince($0)) : "-" } ?? "-"
+            table.append([
+                program.name, phase, program.pid.map(String.init) ?? "-", program.ready ? "yes" : "no", "\(program.restarts)", uptime,
+                program.lastExit ?? "-",
+            ])
         }
+        let lines = ["supervisor: \(supervisor), file \(state.file)", table.render()]
         return lines.joined(separator: "\n")
     }
 
@@ -71,13 +71,6 @@ public struct ComposeControl: Sendable {
             let close = status.lastIndex(of: ")")
         else { return true }
         return status[status.index(close, offsetBy: 2)] != "Z"
-    }
-
-    static func duration(_ seconds: TimeInterval) -> String {
-        let total = Int(max(0, seconds))
-        if total < 60 { return "\(total)s" }
-        if total < 3600 { return "\(total / 60)m\(total % 60)s" }
-        return "\(total / 3600)h\(total % 3600 / 60)m"
     }
 
     /// Starts `arguments` as a new session detached from this terminal, output to `logPath`.

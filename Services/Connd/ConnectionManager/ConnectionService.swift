@@ -6,6 +6,7 @@ import Synchronization
 public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
+import TetherService
 import WSClient
 
 /// How connd reaches the gateway.
@@ -67,7 +68,7 @@ public struct ConnectionService: Service {
             let delay = configuration.backoff.delay(forAttempt: max(attempt, 1))
             publish(ConnectionStatus(
                 phase: .reconnecting, url: configuration.url, epoch: link.epoch, attempt: attempt + 1,
-                nextAttemptAt: Date().addingTimeInterval(delay.seconds), lastError: link.lastError))
+                nextAttemptAt: Date().addingTimeInterval(delay.inSeconds), lastError: link.lastError))
             logger.info("reconnecting", metadata: ["connection.delay": "\(delay)", "connection.error": "\(link.lastError ?? "")"])
             do {
                 try await Task.sleep(for: delay)
@@ -155,12 +156,6 @@ public struct ConnectionService: Service {
             return "cannot reach the gateway at \(url): \(error.description)"
         }
         return "cannot connect to \(url): \(error)"
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
 

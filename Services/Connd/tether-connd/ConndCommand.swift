@@ -27,14 +27,7 @@ struct ConndCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let token: String
-        if let tokenFile {
-            token = try SecretFile.read(tokenFile)
-        } else if let fromEnvironment = ProcessInfo.processInfo.environment["TETHER_TOKEN"], !fromEnvironment.isEmpty {
-            token = fromEnvironment
-        } else {
-            throw ValidationError("no token: pass --token-file FILE (mode 0600) or set TETHER_TOKEN")
-        }
+        let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_TOKEN")
         let configuration = ConnectionConfiguration(url: url, token: token)
         let phase = ConnectionPhaseBox()
         try await BusProgram.run("tether-connd", options: options, state: phase.read) { bus, logger in

@@ -47,14 +47,7 @@ struct GatewayCommand: AsyncParsableCommand {
 
     func run() async throws {
         LoggingBootstrap.bootstrap(level: logLevel)
-        let token: String
-        if let tokenFile {
-            token = try SecretFile.read(tokenFile)
-        } else if let fromEnvironment = ProcessInfo.processInfo.environment["TETHER_GATEWAY_TOKEN"], !fromEnvironment.isEmpty {
-            token = fromEnvironment
-        } else {
-            throw ValidationError("no token: pass --token-file FILE or set TETHER_GATEWAY_TOKEN")
-        }
+        let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_GATEWAY_TOKEN")
         let configuration = GatewayConfiguration(
             host: host, port: port, token: token, recordPath: record, portFile: portFile, botName: botName,
             chunkDelay: .milliseconds(chunkDelay))

@@ -203,7 +203,7 @@ actor ProtocolEngine {
         }
         let now = Date()
         for message in messages {
-            let overdue = message.lastSentAt.map { now.timeIntervalSince($0) >= ackTimeout.seconds } ?? true
+            let overdue = message.lastSentAt.map { now.timeIntervalSince($0) >= ackTimeout.inSeconds } ?? true
             guard message.status == .queued || message.sentEpoch != epoch || overdue else { continue }
             let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
             guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
@@ -243,11 +243,5 @@ extension DeliveryStatus {
         case .delivered: self = .delivered
         case .failed: self = .failed
         }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -2,6 +2,7 @@ public import Foundation
 public import TetherBus
 public import TetherSchema
 public import TetherWire
+import TetherService
 
 /// What `tether status` shows: each program's heartbeat and the retained state of the set.
 public struct StatusReport: Sendable, Codable {
@@ -48,12 +49,11 @@ public struct StatusReport: Sendable, Codable {
 
     /// The report as a table and a few lines of words.
     public func render(now: Date = Date()) -> String {
-        var lines = [pad("PROGRAM", 16) + pad("STATE", 14) + pad("PID", 9) + pad("UP", 10) + "DROPPED"]
+        var table = TextTable(header: ["PROGRAM", "STATE", "PID", "UP", "DROPPED"])
         for beat in programs {
-            lines.append(
-                pad(beat.program, 16) + pad(beat.state, 14) + pad("\(beat.pid)", 9) + pad(Self.uptime(now.timeIntervalSince(beat.startedAt)), 10)
-                    + "\(beat.dropped)")
+            table.append([beat.program, beat.state, "\(beat.pid)", uptimeWords(now.timeIntervalSince(beat.startedAt)), "\(beat.dropped)"])
         }
+        var lines = [table.render()]
         if programs.isEmpty { lines.append("(no program answered on the bus)") }
         lines.append("")
         if let connection {
@@ -74,16 +74,5 @@ public struct StatusReport: Sendable, Codable {
         lines.append("outbox: " + (outbox.map { "\($0.pending) pending" } ?? "unknown (tether-protod is not running)"))
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
         return lines.joined(separator: "\n")
-    }
-
-    private func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
-    }
-
-    static func uptime(_ seconds: TimeInterval) -> String {
-        let total = Int(max(0, seconds))
-        if total < 60 { return "\(total)s" }
-        if total < 3600 { return "\(total / 60)m\(total % 60)s" }
-        return "\(total / 3600)h\(total % 3600 / 60)m"
     }
 }
