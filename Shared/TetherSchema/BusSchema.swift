@@ -94,6 +94,8 @@ extension Topic {
     public static let networkPath: Topic = "net.path"
     /// Retained. The connection to the gateway. Owner: tether-connd. Body: ``ConnectionStatus``.
     public static let connectionState: Topic = "conn.state"
+    /// Retained. Who connd connects as (never the secret), for the snapshot store. Owner: tether-connd. Body: ``ConnectionIdentity``.
+    public static let connectionIdentity: Topic = "conn.identity"
     /// A frame received from the gateway. Owner: tether-connd. Body: ``WireFrame``.
     public static let wireInbound: Topic = "wire.in"
     /// A frame to write to the gateway. Owner: tether-protod. Body: ``WireFrame``.

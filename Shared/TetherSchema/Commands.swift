@@ -23,6 +23,8 @@ public enum Endpoints {
     public static let protocolHandler = "protod.cmd"
     /// tether-snapd's commands.
     public static let snapshotStore = "snapd.cmd"
+    /// tether-connd's commands.
+    public static let connectionManager = "connd.cmd"
 }
 
 /// Send a chat message. The reply comes once the message is committed to the outbox.
@@ -75,6 +77,41 @@ public enum TranscriptCommand: BusCommand {
 
         public init(entries: [TranscriptEntry]) {
             self.entries = entries
+        }
+    }
+}
+
+/// Tell connd to change what it is doing with the connection.
+public enum ConnectionCommand: BusCommand {
+    public static let method = "connection"
+    public static let endpoint = Endpoints.connectionManager
+
+    public enum Action: String, Codable, Sendable, CaseIterable {
+        /// Try to connect now, whatever the backoff or a failure says.
+        case reconnect
+        /// Close the connection gracefully and stay closed until resume.
+        case suspend
+        /// Connect again after a suspend, with the same identity and credential.
+        case resume
+    }
+
+    public struct Request: Codable, Sendable {
+        public var action: Action
+
+        public init(action: Action) {
+            self.action = action
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// False when the action does not apply now (resume while not suspended, …).
+        public var accepted: Bool
+        /// The phase after the action.
+        public var phase: ConnectionPhase
+
+        public init(accepted: Bool, phase: ConnectionPhase) {
+            self.accepted = accepted
+            self.phase = phase
         }
     }
 }

@@ -38,6 +38,12 @@ public enum ConnectionPhase: String, Codable, Sendable, CaseIterable {
     case connecting
     case connected
     case reconnecting
+    /// Closed on purpose until the front end resumes.
+    case suspended
+    /// No usable network path; waiting for one before trying again.
+    case waitingForNetwork
+    /// Given up until a manual reconnect, a network change, a resume or a new credential.
+    case failed
 
     /// The words a person sees for this phase.
     public var words: String {
@@ -46,11 +52,56 @@ public enum ConnectionPhase: String, Codable, Sendable, CaseIterable {
         case .connecting: "Connecting…"
         case .connected: "Connected"
         case .reconnecting: "Reconnecting…"
+        case .suspended: "Disconnected (app suspended)"
+        case .waitingForNetwork: "No network — waiting for connection."
+        case .failed: "Connection lost — press r to reconnect"
         }
     }
 }
 
-/// The connection to the gateway, as connd publishes it.
+/// Why connd gave up.
+public enum ConnectionFailure: String, Codable, Sendable, CaseIterable {
+    /// The gateway could not be reached for any of the first attempts.
+    case unreachable
+    /// The gateway rejected the token (HTTP 401 or 403); no retry until it changes.
+    case credentialRejected
+    /// The TLS handshake failed: the certificate is not trusted or does not match.
+    case tls
+    /// Every reconnect attempt after a lost connection failed.
+    case retriesExhausted
+
+    /// The way forward, in words.
+    public var advice: String {
+        switch self {
+        case .unreachable: "check the gateway address and that the gateway is running"
+        case .credentialRejected: "the token was rejected: fix the token file, then reconnect"
+        case .tls: "the gateway's certificate is not trusted: check the address, or pass its CA with --ca-file"
+        case .retriesExhausted: "the gateway is not answering: reconnect when it is back"
+        }
+    }
+}
+
+/// Who connd connects as: enough to reconnect the same way, never the secret.
+public struct ConnectionIdentity: Codable, Hashable, Sendable {
+    /// The gateway URL.
+    public var url: String
+    /// The user, when the URL or configuration names one.
+    public var user: String?
+    /// How connd authenticates: `bearer-token`.
+    public var authMethod: String
+    /// Which credential: the token file's path, or the environment variable's name.
+    public var keyID: String?
+
+    public init(url: String, user: String? = nil, authMethod: String, keyID: String?) {
+        self.url = url
+        self.user = user
+        self.authMethod = authMethod
+        self.keyID = keyID
+    }
+}
+
+/// The connection to the gateway, as connd publishes it: enough for a front end to draw
+/// its banner from this alone.
 public struct ConnectionStatus: Codable, Hashable, Sendable {
     public var phase: ConnectionPhase
     /// The gateway URL (never with a secret in it).
@@ -64,14 +115,26 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
     public var nextAttemptAt: Date?
     /// The last error, in words.
     public var lastError: String?
+    /// Why connd gave up, when the phase is failed.
+    public var failure: ConnectionFailure?
+    /// Who connd connects as.
+    public var identity: ConnectionIdentity?
+    /// What a person should read: the phase's words, with the way forward when failed.
+    public var words: String
 
-    public init(phase: ConnectionPhase, url: String, epoch: Int, attempt: Int = 0, nextAttemptAt: Date? = nil, lastError: String? = nil) {
+    public init(
+        phase: ConnectionPhase, url: String, epoch: Int, attempt: Int = 0, nextAttemptAt: Date? = nil, lastError: String? = nil,
+        failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil
+    ) {
         self.phase = phase
         self.url = url
         self.epoch = epoch
         self.attempt = attempt
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError
+        self.failure = failure
+        self.identity = identity
+        self.words = failure.map { "\(phase.words) (\($0.advice))" } ?? phase.words
     }
 }
 

@@ -6,6 +6,10 @@ import Foundation
 /// An error reading a secret.
 public struct SecretFileError: Error, CustomStringConvertible, Sendable {
     public let description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// Reads secrets (tokens) from files that only their owner can read.

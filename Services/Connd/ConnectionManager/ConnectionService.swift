@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 public import Logging
 import NIOCore
+import NIOSSL
+import NIOWebSocket
 import Synchronization
 public import ServiceLifecycle
 public import TetherBus
@@ -13,126 +15,300 @@ import WSClient
 public struct ConnectionConfiguration: Sendable {
     /// `ws://` or `wss://` URL of the gateway's WebSocket endpoint.
     public var url: String
-    /// The bearer token. Never published, logged or written.
-    public var token: String
-    public var backoff: Backoff
+    public var credential: CredentialSource
+    public var policy: ReconnectPolicy
+    /// A CA certificate (PEM) trusted in addition to the system's, for wss://.
+    public var caFile: String?
+    /// How long a graceful close (suspend, shutdown) may take.
+    public var closeDeadline: Duration
     /// The largest frame accepted from the gateway.
     public var maximumFrameSize: Int
 
-    public init(url: String, token: String, backoff: Backoff = Backoff(), maximumFrameSize: Int = 1 << 20) {
+    public init(
+        url: String, credential: CredentialSource, policy: ReconnectPolicy = .default, caFile: String? = nil,
+        closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20
+    ) {
         self.url = url
-        self.token = token
-        self.backoff = backoff
+        self.credential = credential
+        self.policy = policy
+        self.caFile = caFile
+        self.closeDeadline = closeDeadline
         self.maximumFrameSize = maximumFrameSize
+    }
+
+    var tlsConfiguration: TLSConfiguration? {
+        guard url.hasPrefix("wss://") else { return nil }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        return tls
     }
 }
 
-/// Keeps a WebSocket to the gateway open and carries frames between it and the bus:
-/// inbound frames to `wire.in`, `wire.out` frames to the gateway; publishes the connection
-/// state (retained) on `conn.state`; reconnects with backoff when the connection drops.
+/// The connection manager: keeps a WebSocket to the gateway open through gateway restarts,
+/// dead peers, network changes and suspends, carries frames between it and the bus, and
+/// publishes where it stands on `conn.state` (retained).
 public struct ConnectionService: Service {
     private let bus: BusClient
-    private let configuration: ConnectionConfiguration
+    private let driver: ConnectionDriver
     private let logger: Logger
-    private let link = ConnectionLink()
-    private let phase: ConnectionPhaseBox
 
     /// - Parameter phase: where the current phase is kept for the heartbeat to read.
     public init(bus: BusClient, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox = ConnectionPhaseBox(), logger: Logger) {
         self.bus = bus
-        self.configuration = configuration
-        self.phase = phase
         self.logger = logger
+        self.driver = ConnectionDriver(bus: bus, configuration: configuration, phase: phase, logger: logger)
     }
 
     public func run() async throws {
         let outbound = try await bus.subscribe(to: [Topic.wireOutbound.name])
+        let network = try await bus.subscribe(to: [Topic.networkPath.name])
+        let commands = try await bus.serve(endpoint: ConnectionCommand.endpoint)
+        var builder = CommandDispatcher(bus: bus, logger: logger)
+        let driver = self.driver
+        builder.on(ConnectionCommand.self) { request in
+            await driver.perform(request.action)
+        }
+        let dispatcher = builder
+        await driver.start()
         await withDiscardingTaskGroup { group in
-            group.addTask { await forwardOutbound(outbound) }
-            // Shutdown cancels the open connection, which closes it.
-            await cancelWhenGracefulShutdown { await maintainConnection() }
+            group.addTask { await driver.forwardOutbound(outbound) }
+            group.addTask { await driver.followNetwork(network) }
+            group.addTask { await dispatcher.run(commands) }
+            group.addTask { await driver.watchCredential() }
+            try? await gracefulShutdown()
+            await driver.stop()
             group.cancelAll()
         }
-        publish(ConnectionStatus(phase: .disconnected, url: configuration.url, epoch: link.epoch))
+    }
+}
+
+/// Runs the state machine: performs its actions, turns what happens into its events and
+/// publishes the state after each.
+actor ConnectionDriver {
+    private let bus: BusClient
+    private let configuration: ConnectionConfiguration
+    private let logger: Logger
+    private let phase: ConnectionPhaseBox
+    private var machine: ConnectionStateMachine
+
+    /// The attempt or connection under way; events from any other are stale and ignored.
+    private var currentAttempt = 0
+    private var attemptTask: Task<Void, Never>?
+    private var retryTask: Task<Void, Never>?
+    private var nextAttemptAt: Date?
+    /// The open connection's writer, for outbound frames and for closing it.
+    private var writer: WebSocketOutboundWriter?
+    private var lastNetwork: NetworkPath?
+    /// The token the gateway rejected, to notice when it changes.
+    private var rejectedToken: String?
+
+    init(bus: BusClient, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox, logger: Logger) {
+        self.bus = bus
+        self.configuration = configuration
+        self.phase = phase
+        self.logger = logger
+        self.machine = ConnectionStateMachine(policy: configuration.policy, closeDeadline: configuration.closeDeadline)
     }
 
-    /// Connects, and reconnects after each drop, until shutdown.
-    private func maintainConnection() async {
-        var attempt = 0
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            attempt += 1
-            publish(ConnectionStatus(phase: link.epoch == 0 ? .connecting : .reconnecting, url: configuration.url, epoch: link.epoch, attempt: attempt, lastError: link.lastError))
-            let connected = await connectOnce()
-            if connected { attempt = 0 }
-            guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
-            let delay = configuration.backoff.delay(forAttempt: max(attempt, 1))
-            publish(ConnectionStatus(
-                phase: .reconnecting, url: configuration.url, epoch: link.epoch, attempt: attempt + 1,
-                nextAttemptAt: Date().addingTimeInterval(delay.inSeconds), lastError: link.lastError))
-            logger.info("reconnecting", metadata: ["connection.delay": "\(delay)", "connection.error": "\(link.lastError ?? "")"])
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                return
-            }
+    func start() {
+        try? bus.retain(configuration.credential.identity(url: configuration.url), on: .connectionIdentity)
+        handle(.start)
+    }
+
+    func stop() async {
+        handle(.stop)
+        // Let the graceful close finish within its deadline.
+        let deadline = ContinuousClock.now + configuration.closeDeadline
+        while let task = closingTask, ContinuousClock.now < deadline {
+            if await task.isFinished { break }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 
-    /// One connection, from the attempt to its end; true when it was established.
-    private func connectOnce() async -> Bool {
-        var headers = HTTPFields()
-        headers[.authorization] = "Bearer \(configuration.token)"
-        let clientConfiguration = WebSocketClientConfiguration(maxFrameSize: configuration.maximumFrameSize, additionalHeaders: headers)
-        let link = self.link
-        let url = configuration.url
-        let logger = self.logger
+    private var closingTask: ClosingConnection?
+
+    func perform(_ action: ConnectionCommand.Action) -> ConnectionCommand.Reply {
+        let event: ConnectionStateMachine.Event =
+            switch action {
+            case .reconnect: .manualReconnect
+            case .suspend: .suspend
+            case .resume: .resume
+            }
+        let accepted = handle(event)
+        return ConnectionCommand.Reply(accepted: accepted, phase: machine.state.phase)
+    }
+
+    // MARK: Events and actions
+
+    @discardableResult
+    private func handle(_ event: ConnectionStateMachine.Event) -> Bool {
+        let before = machine.state
+        let transition = machine.handle(event)
+        guard transition.accepted else {
+            logger.debug("ignored an event", metadata: ["connection.event": "\(event)", "connection.state": "\(before)"])
+            return false
+        }
+        for action in transition.actions { perform(action) }
+        if machine.state != before {
+            logger.info(
+                "connection \(machine.state.phase.rawValue)",
+                metadata: ["connection.attempt": "\(machine.state.attempt)", "connection.epoch": "\(machine.epoch)", "connection.event": "\(event)"])
+        }
+        publish()
+        return true
+    }
+
+    private func perform(_ action: ConnectionStateMachine.Action) {
+        switch action {
+        case .connect(let attempt):
+            nextAttemptAt = nil
+            currentAttempt += 1
+            let id = currentAttempt
+            attemptTask = Task { await self.runConnection(id: id, attempt: attempt) }
+        case .scheduleRetry(let delay, _):
+            retryTask?.cancel()
+            nextAttemptAt = Date().addingTimeInterval(delay.inSeconds)
+            retryTask = Task {
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                self.retryFired()
+            }
+        case .cancelRetry:
+            retryTask?.cancel()
+            retryTask = nil
+            nextAttemptAt = nil
+        case .cancelAttempt:
+            currentAttempt += 1
+            attemptTask?.cancel()
+            attemptTask = nil
+        case .closeConnection(let deadline):
+            currentAttempt += 1
+            let task = attemptTask
+            let writer = self.writer
+            self.writer = nil
+            attemptTask = nil
+            closingTask = ClosingConnection(task: task, writer: writer, deadline: deadline)
+        }
+    }
+
+    private func retryFired() {
+        retryTask = nil
+        handle(.retryTimerFired)
+    }
+
+    private func publish() {
+        let state = machine.state
+        phase.value = state.phase
+        let status = ConnectionStatus(
+            phase: state.phase, url: configuration.url, epoch: machine.epoch, attempt: state.attempt,
+            nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
+            failure: state.failure, identity: configuration.credential.identity(url: configuration.url))
         do {
-            let closeFrame = try await WebSocketClient.connect(url: url, configuration: clientConfiguration, logger: logger) {
-                inbound, outbound, _ in
-                let epoch = link.open(outbound)
-                defer { link.close(epoch: epoch) }
-                logger.info("connected", metadata: ["connection.epoch": "\(epoch)", "connection.url": "\(url)"])
-                publish(ConnectionStatus(phase: .connected, url: url, epoch: epoch))
-                for try await message in inbound.messages(maxSize: configuration.maximumFrameSize) {
-                    guard case .text(let text) = message else {
-                        logger.warning("ignored a binary frame from the gateway")
-                        continue
-                    }
-                    do {
-                        try bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
-                    } catch {
-                        logger.warning("cannot publish an inbound frame", metadata: ["connection.error": "\(error)"])
-                    }
+            try bus.retain(status, on: .connectionState)
+        } catch {
+            logger.warning("cannot publish the connection state", metadata: ["bus.error": "\(error)"])
+        }
+    }
+
+    // MARK: The connection
+
+    private func runConnection(id: Int, attempt: Int) async {
+        let token: String
+        do {
+            token = try configuration.credential.read()
+        } catch {
+            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"))
+            return
+        }
+        var headers = HTTPFields()
+        headers[.authorization] = "Bearer \(token)"
+        let clientConfiguration = WebSocketClientConfiguration(
+            maxFrameSize: configuration.maximumFrameSize, additionalHeaders: headers,
+            closeTimeout: configuration.closeDeadline, autoPing: .enabled(timePeriod: configuration.policy.heartbeat))
+        let maximumFrameSize = configuration.maximumFrameSize
+        let bus = self.bus
+        let opened = OpenedFlag()
+        do {
+            let closeFrame = try await WebSocketClient.connect(
+                url: configuration.url, configuration: clientConfiguration, tlsConfiguration: configuration.tlsConfiguration, logger: logger
+            ) { inbound, outbound, _ in
+                guard let epoch = await self.opened(id: id, writer: outbound) else { return }
+                opened.set()
+                for try await message in inbound.messages(maxSize: maximumFrameSize) {
+                    guard case .text(let text) = message else { continue }
+                    try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
                 }
             }
-            let wasOpen = link.wasOpened
-            link.lastError = closeFrame.map { "the gateway closed the connection (\($0.closeCode))" } ?? "the connection closed"
-            return wasOpen
+            let problem: ConnectionProblem =
+                if let closeFrame, closeFrame.reason == "Ping timeout" {
+                    ConnectionProblem(.heartbeatMissed, "the gateway stopped answering pings (no pong within \(configuration.policy.heartbeat))")
+                } else if let closeFrame {
+                    ConnectionProblem(.unreachable, "the gateway closed the connection (\(closeFrame.closeCode)\(closeFrame.reason.map { ": \($0)" } ?? ""))")
+                } else {
+                    ConnectionProblem(.unreachable, "the connection to the gateway was lost")
+                }
+            attemptEnded(id: id, opened: opened.isSet, problem: problem)
         } catch {
-            let wasOpen = link.wasOpened
-            if Task.isCancelled {
-                logger.info("connection closed for shutdown")
-                return wasOpen
-            }
-            link.lastError = Self.describe(error, url: url)
-            logger.warning("connection failed", metadata: ["connection.error": "\(link.lastError ?? "")"])
-            return wasOpen
+            let problem = await classify(error, token: token)
+            attemptEnded(id: id, opened: opened.isSet, problem: problem)
         }
     }
 
-    /// Writes `wire.out` frames to the open connection; frames for an older connection are dropped.
-    private func forwardOutbound(_ subscription: BusSubscription) async {
+    /// Called from inside the WebSocket handler once connected; the epoch, or nil when the
+    /// attempt was abandoned meanwhile.
+    private func opened(id: Int, writer: WebSocketOutboundWriter) -> Int? {
+        guard id == currentAttempt else { return nil }
+        self.writer = writer
+        handle(.connectionSucceeded)
+        rejectedToken = nil
+        return machine.epoch
+    }
+
+    private func attemptEnded(id: Int, opened: Bool, problem: ConnectionProblem) {
+        guard id == currentAttempt else { return }
+        writer = nil
+        attemptTask = nil
+        if problem.kind == .credentialRejected { rejectedToken = try? configuration.credential.read() }
+        logger.warning(opened ? "connection lost" : "connection attempt failed", metadata: ["connection.error": "\(problem.detail)"])
+        handle(opened ? .connectionLost(problem) : .connectionFailed(problem))
+    }
+
+    /// What went wrong with an attempt, in the machine's terms and in words.
+    private func classify(_ error: any Error, token: String) async -> ConnectionProblem {
+        let url = configuration.url
+        if let error = error as? WebSocketClientError, error == .webSocketUpgradeFailed {
+            // The upgrade was refused: ask the same URL why.
+            if let status = try? await HTTPStatusProbe.status(url: url, token: token, tls: configuration.tlsConfiguration) {
+                if status == 401 || status == 403 {
+                    return ConnectionProblem(.credentialRejected, "the gateway at \(url) rejected the token (HTTP \(status))")
+                }
+                return ConnectionProblem(.unreachable, "the gateway at \(url) refused the connection (HTTP \(status))")
+            }
+            return ConnectionProblem(.unreachable, "the gateway at \(url) refused the WebSocket upgrade")
+        }
+        if error is NIOSSLError || error is BoringSSLError || String(reflecting: error).contains("NIOSSL") {
+            return ConnectionProblem(.tls, "TLS with \(url) failed: \(error)")
+        }
+        if let error = error as? IOError {
+            return ConnectionProblem(.unreachable, "cannot reach the gateway at \(url): \(error.description)")
+        }
+        return ConnectionProblem(.unreachable, "cannot connect to \(url): \(error)")
+    }
+
+    // MARK: Inputs
+
+    /// Writes `wire.out` frames to the open connection; frames for another connection are dropped.
+    func forwardOutbound(_ subscription: BusSubscription) async {
         for await message in subscription {
             guard let frame = try? message.decode(WireFrame.self) else {
                 logger.warning("dropped an unreadable wire.out message", metadata: ["bus.source": "\(message.header.source)"])
                 continue
             }
-            guard let (epoch, writer) = link.current else {
+            guard let writer, machine.state == .connected else {
                 logger.debug("not connected: dropped an outbound frame")
                 continue
             }
-            if let wanted = frame.epoch, wanted != epoch {
-                logger.debug("dropped a frame meant for connection \(wanted)", metadata: ["connection.epoch": "\(epoch)"])
+            if let wanted = frame.epoch, wanted != machine.epoch {
+                logger.debug("dropped a frame meant for connection \(wanted)", metadata: ["connection.epoch": "\(machine.epoch)"])
                 continue
             }
             do {
@@ -143,20 +319,69 @@ public struct ConnectionService: Service {
         }
     }
 
-    private func publish(_ status: ConnectionStatus) {
-        phase.value = status.phase
-        try? bus.retain(status, on: .connectionState)
+    /// Turns `net.path` changes into network events.
+    func followNetwork(_ subscription: BusSubscription) async {
+        for await message in subscription {
+            guard let path = try? message.decode(NetworkPath.self) else { continue }
+            let previous = lastNetwork
+            lastNetwork = path
+            if !path.satisfied {
+                if previous?.satisfied != false { handle(.networkLost) }
+            } else if previous?.satisfied != true {
+                handle(.networkAvailable(interfaceChanged: false))
+            } else if let before = previous?.interface, before != path.interface {
+                handle(.networkAvailable(interfaceChanged: true))
+            }
+        }
     }
 
-    static func describe(_ error: any Error, url: String) -> String {
-        if let error = error as? WebSocketClientError, error == .webSocketUpgradeFailed {
-            return "the gateway at \(url) refused the WebSocket upgrade (check the token)"
+    /// While the gateway rejects the token, watches the credential for a change.
+    func watchCredential() async {
+        for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
+            guard case .failed(.credentialRejected) = machine.state else { continue }
+            guard let token = try? configuration.credential.read(), token != rejectedToken else { continue }
+            logger.info("the credential changed: connecting again")
+            handle(.credentialChanged)
         }
-        if let error = error as? IOError {
-            return "cannot reach the gateway at \(url): \(error.description)"
-        }
-        return "cannot connect to \(url): \(error)"
     }
+}
+
+/// A connection being closed: a close frame, then the task is cancelled if the deadline passes.
+struct ClosingConnection: Sendable {
+    private let done: Task<Void, Never>
+
+    init(task: Task<Void, Never>?, writer: WebSocketOutboundWriter?, deadline: Duration?) {
+        done = Task {
+            guard let task else { return }
+            if let deadline, let writer {
+                try? await writer.close(.normalClosure, reason: "closing")
+                let timer = Task {
+                    try? await Task.sleep(for: deadline)
+                    task.cancel()
+                }
+                await task.value
+                timer.cancel()
+            } else {
+                task.cancel()
+                await task.value
+            }
+        }
+    }
+
+    var isFinished: Bool {
+        get async {
+            await done.value
+            return true
+        }
+    }
+}
+
+/// Set once the WebSocket handler has run: the attempt became a connection.
+final class OpenedFlag: Sendable {
+    private let flag = Mutex(false)
+
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
 }
 
 /// The connection phase, readable from any task (the heartbeat reads it).

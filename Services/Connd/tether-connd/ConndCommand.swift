@@ -1,34 +1,79 @@
 import ArgumentParser
 import ConnectionManager
 import Foundation
-import Logging
-import TetherBus
 import TetherService
 
 @main
 struct ConndCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-connd",
-        abstract: "Keeps the WebSocket to the gateway open and carries its frames over the bus."
+        abstract: "Keeps the WebSocket to the gateway open and carries its frames over the bus.",
+        discussion: """
+            The token comes from --token-file (mode 0600), else --secret-service, else $TETHER_TOKEN. \
+            Reconnects follow --preset (default: 1 s base, 30 s cap, 5 attempts, 0.2 jitter, 30 s \
+            heartbeat; aggressive: 0.5 s, 10 s, 10, 0.1, 15 s), each value overridable.
+            """
     )
 
     @OptionGroup var options: ProgramOptions
 
-    @Option(help: "The gateway's WebSocket URL.")
+    @Option(help: "The gateway's WebSocket URL (ws:// or wss://).")
     var url = "ws://127.0.0.1:8765/ws"
 
-    @Option(help: "A file holding the bearer token; it must be mode 0600. Else $TETHER_TOKEN.")
+    @Option(help: "A file holding the bearer token; it must be mode 0600.")
     var tokenFile: String?
 
+    @Flag(help: "Read the token from the desktop secret service (secret-tool lookup service tether gateway URL).")
+    var secretService = false
+
+    @Option(help: "A CA certificate (PEM) to trust for wss://, besides the system's.")
+    var caFile: String?
+
+    @Option(help: "Reconnect preset: default or aggressive.")
+    var preset = "default"
+
+    @Option(help: "Seconds before the first retry.")
+    var backoffBase: Double?
+
+    @Option(help: "Largest retry delay, in seconds.")
+    var backoffCap: Double?
+
+    @Option(help: "Jitter: how far a delay may stray, as a fraction (0.2 is ±20%).")
+    var jitter: Double?
+
+    @Option(help: "Attempts before giving up.")
+    var maxAttempts: Int?
+
+    @Option(help: "Seconds between pings; a pong must arrive before the next ping is due.")
+    var heartbeat: Double?
+
+    @Option(help: "Seconds a graceful close (suspend, shutdown) may take.")
+    var closeDeadline: Double = 5
+
     func validate() throws {
-        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
-            throw ValidationError("--url must start with ws:// or wss://")
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url must start with ws:// or wss://") }
+        guard ReconnectPolicy.preset(named: preset) != nil else { throw ValidationError("--preset must be default or aggressive") }
+        for (name, value) in [("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--heartbeat", heartbeat), ("--close-deadline", closeDeadline)] {
+            if let value, value <= 0 { throw ValidationError("\(name) must be positive") }
         }
+        if let jitter, !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
+        if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read the CA file \(caFile)") }
     }
 
     func run() async throws {
-        let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_TOKEN")
-        let configuration = ConnectionConfiguration(url: url, token: token)
+        let credential: CredentialSource =
+            if let tokenFile { .file(tokenFile) } else if secretService { .secretService(url: url) } else { .environment("TETHER_TOKEN") }
+        // Refuse a credential that cannot be read now rather than start a set that cannot connect.
+        _ = try credential.read()
+        var policy = ReconnectPolicy.preset(named: preset) ?? .default
+        if let backoffBase { policy.backoff.base = .milliseconds(Int(backoffBase * 1000)) }
+        if let backoffCap { policy.backoff.cap = .milliseconds(Int(backoffCap * 1000)) }
+        if let jitter { policy.backoff.jitter = jitter }
+        if let maxAttempts { policy.maxAttempts = maxAttempts }
+        if let heartbeat { policy.heartbeat = .milliseconds(Int(heartbeat * 1000)) }
+        let configuration = ConnectionConfiguration(
+            url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)))
         let phase = ConnectionPhaseBox()
         try await BusProgram.run("tether-connd", options: options, state: phase.read) { bus, logger in
             [ConnectionService(bus: bus, configuration: configuration, phase: phase, logger: logger)]

@@ -1,0 +1,65 @@
+import Foundation
+public import TetherSchema
+import TetherService
+
+/// Where connd's bearer token comes from. It is read again for every attempt, so a
+/// corrected token file takes effect without a restart; it is never published or logged.
+public enum CredentialSource: Sendable, Equatable {
+    /// A file that only its owner can read (mode 0600), refused otherwise as ssh does.
+    case file(String)
+    /// An environment variable.
+    case environment(String)
+    /// The desktop secret service (`secret-tool lookup service tether gateway URL`), where one runs.
+    case secretService(url: String)
+
+    /// Reads the token.
+    public func read() throws -> String {
+        switch self {
+        case .file(let path):
+            return try SecretFile.read(path)
+        case .environment(let name):
+            guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+                throw SecretFileError(description: "the environment variable \(name) holding the token is not set")
+            }
+            return value
+        case .secretService(let url):
+            return try SecretService.lookup(attributes: ["service": "tether", "gateway": url])
+        }
+    }
+
+    /// The identity that names this credential without revealing it.
+    public func identity(url: String) -> ConnectionIdentity {
+        let keyID: String =
+            switch self {
+            case .file(let path): "file:\(path)"
+            case .environment(let name): "env:\(name)"
+            case .secretService: "secret-service:tether"
+            }
+        return ConnectionIdentity(url: url, user: URL(string: url)?.user, authMethod: "bearer-token", keyID: keyID)
+    }
+}
+
+/// The freedesktop secret service through its command-line client, `secret-tool`.
+enum SecretService {
+    static func lookup(attributes: [String: String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["secret-tool", "lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        do {
+            try process.run()
+        } catch {
+            throw SecretFileError(description: "cannot run secret-tool to read the token from the secret service: \(error.localizedDescription)")
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard process.terminationStatus == 0, !token.isEmpty else {
+            throw SecretFileError(
+                description: "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store")
+        }
+        return token
+    }
+}
