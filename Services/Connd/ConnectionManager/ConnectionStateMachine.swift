@@ -133,7 +133,7 @@ public struct ConnectionStateMachine: Sendable {
             return Transition(accepted: true, actions: actions)
 
         case (.disconnected, .start):
-            return beginConnecting(.connecting(attempt: 1, inFlight: true))
+            return beginConnecting()
 
         case (.connecting(let attempt, true), .connectionSucceeded), (.reconnecting(let attempt, true), .connectionSucceeded):
             _ = attempt
@@ -170,17 +170,17 @@ public struct ConnectionStateMachine: Sendable {
             return Transition(accepted: true, actions: actions)
 
         case (.suspended, .resume):
-            return beginConnecting(.connecting(attempt: 1, inFlight: true))
+            return beginConnecting()
 
         case (.connecting(_, true), .manualReconnect), (.reconnecting(_, true), .manualReconnect), (.suspended, .manualReconnect):
             return .refused
         case (_, .manualReconnect):
             let actions = teardown(graceful: false)
-            state = .connecting(attempt: 1, inFlight: true)
+            state = firstAttempt
             return Transition(accepted: true, actions: actions + [.connect(attempt: 1)])
 
         case (.failed(.credentialRejected), .credentialChanged):
-            state = .connecting(attempt: 1, inFlight: true)
+            state = firstAttempt
             return .to(.connect(attempt: 1))
         case (_, .credentialChanged):
             // The next attempt reads the new credential; nothing to do now.
@@ -191,13 +191,18 @@ public struct ConnectionStateMachine: Sendable {
         }
     }
 
+    /// Attempt 1 in flight: reconnecting once a connection was ever made, else connecting.
+    private var firstAttempt: State {
+        epoch > 0 ? .reconnecting(attempt: 1, inFlight: true) : .connecting(attempt: 1, inFlight: true)
+    }
+
     /// Starts attempt 1 now, or waits for the network.
-    private mutating func beginConnecting(_ connecting: State) -> Transition {
+    private mutating func beginConnecting() -> Transition {
         guard networkAvailable else {
             state = .waitingForNetwork
             return .to()
         }
-        state = connecting
+        state = firstAttempt
         return .to(.connect(attempt: 1))
     }
 
@@ -250,7 +255,7 @@ public struct ConnectionStateMachine: Sendable {
         let changed = !wasAvailable || interfaceChanged
         switch state {
         case .waitingForNetwork:
-            state = epoch > 0 ? .reconnecting(attempt: 1, inFlight: true) : .connecting(attempt: 1, inFlight: true)
+            state = firstAttempt
             return .to(.connect(attempt: 1))
         case .connecting(let attempt, false) where changed, .reconnecting(let attempt, false) where changed:
             // A new path: try now rather than wait out the backoff.
@@ -261,7 +266,7 @@ public struct ConnectionStateMachine: Sendable {
             state = .reconnecting(attempt: 1, inFlight: true)
             return .to(.closeConnection(deadline: nil), .connect(attempt: 1))
         case .failed(let failure) where changed && failure != .credentialRejected:
-            state = epoch > 0 ? .reconnecting(attempt: 1, inFlight: true) : .connecting(attempt: 1, inFlight: true)
+            state = firstAttempt
             return .to(.connect(attempt: 1))
         default:
             return .to()
