@@ -119,6 +119,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         )
         + program(
@@ -193,7 +194,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "EndToEndTests",
-                dependencies: ["TetherTesting", "TetherSchema", "TetherWire"],
+                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", .logging],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),

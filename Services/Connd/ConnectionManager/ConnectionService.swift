@@ -238,13 +238,16 @@ actor ConnectionDriver {
                     try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
                 }
             }
+            // The gateway's own close comes with a close frame. Without one, the connection
+            // died: the gateway went away, or the heartbeat found no pong and closed it (the
+            // WebSocket library does not say which).
             let problem: ConnectionProblem =
-                if let closeFrame, closeFrame.reason == "Ping timeout" {
-                    ConnectionProblem(.heartbeatMissed, "the gateway stopped answering pings (no pong within \(configuration.policy.heartbeat))")
-                } else if let closeFrame {
+                if let closeFrame {
                     ConnectionProblem(.unreachable, "the gateway closed the connection (\(closeFrame.closeCode)\(closeFrame.reason.map { ": \($0)" } ?? ""))")
                 } else {
-                    ConnectionProblem(.unreachable, "the connection to the gateway was lost")
+                    ConnectionProblem(
+                        .unreachable,
+                        "lost the connection to the gateway: it went away, or answered no ping within \(configuration.policy.heartbeat)")
                 }
             attemptEnded(id: id, opened: opened.isSet, problem: problem)
         } catch {

@@ -9,8 +9,6 @@ public struct ConnectionProblem: Equatable, Sendable {
         case credentialRejected
         /// The TLS handshake failed (an untrusted or mismatched certificate).
         case tls
-        /// The gateway stopped answering pings.
-        case heartbeatMissed
     }
 
     public var kind: Kind
@@ -216,7 +214,7 @@ public struct ConnectionStateMachine: Sendable {
         case .tls:
             state = .failed(.tls)
             return .to()
-        case .unreachable, .heartbeatMissed:
+        case .unreachable:
             guard networkAvailable else {
                 state = .waitingForNetwork
                 return .to()

@@ -51,7 +51,12 @@ struct ConndCommand: AsyncParsableCommand {
     var closeDeadline: Double = 5
 
     func validate() throws {
-        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else { throw ValidationError("--url must start with ws:// or wss://") }
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), let host = URLComponents(string: url)?.host, !host.isEmpty else {
+            throw ValidationError("--url must be a ws:// or wss:// URL with a host")
+        }
+        if url.hasPrefix("wss://") && (host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }) {
+            throw ValidationError("wss:// needs a host name, not an address (\(host)): TLS verifies the certificate against the name")
+        }
         guard ReconnectPolicy.preset(named: preset) != nil else { throw ValidationError("--preset must be default or aggressive") }
         for (name, value) in [("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--heartbeat", heartbeat), ("--close-deadline", closeDeadline)] {
             if let value, value <= 0 { throw ValidationError("\(name) must be positive") }

@@ -1,6 +1,9 @@
 import Foundation
 import HTTPTypes
 public import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
@@ -22,10 +25,15 @@ public struct GatewayConfiguration: Sendable {
     public var botName: String
     /// The pause between streamed chunks.
     public var chunkDelay: Duration
+    /// The faults in force at start.
+    public var faults: GatewayFaults
+    /// A certificate chain and private key (PEM files) to serve wss:// and https://.
+    public var tls: (certificate: String, key: String)?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8765, token: String, recordPath: String? = nil, portFile: String? = nil,
-        botName: String = "Opta", chunkDelay: Duration = .milliseconds(20)
+        botName: String = "Opta", chunkDelay: Duration = .milliseconds(20), faults: GatewayFaults = GatewayFaults(),
+        tls: (certificate: String, key: String)? = nil
     ) {
         self.host = host
         self.port = port
@@ -34,6 +42,8 @@ public struct GatewayConfiguration: Sendable {
         self.portFile = portFile
         self.botName = botName
         self.chunkDelay = chunkDelay
+        self.faults = faults
+        self.tls = tls
     }
 }
 
@@ -47,53 +57,115 @@ public enum DevGateway {
     public static func makeApplication(configuration: GatewayConfiguration, logger: Logger) throws -> some ApplicationProtocol {
         let record = try GatewayRecord(path: configuration.recordPath)
         let bot = DemoBot(name: configuration.botName, chunkDelay: configuration.chunkDelay)
+        let faults = FaultSwitch(configuration.faults)
         let connections = Atomic<Int>(0)
         let token = configuration.token
+        let authorized: @Sendable (HTTPFields) -> Bool = { headers in
+            !faults.current.rejectToken && Self.isAuthorized(headers, token: token)
+        }
 
         let router = Router()
         router.get("/health") { _, _ in "ok\n" }
         router.get("/record") { request, _ -> Response in
-            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
-            let body = try JSONEncoder.gateway.encode(await record.all())
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            guard authorized(request.headers) else { return Self.unauthorized() }
+            return Self.json(try JSONEncoder.gateway.encode(await record.all()))
         }
-        // An upgrade the WebSocket router refused lands here: say why.
-        router.get(RouterPath(webSocketPath)) { request, _ -> Response in
+        router.get("/admin/faults") { request, _ -> Response in
             guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            return Self.json(try JSONEncoder.gateway.encode(faults.current))
+        }
+        router.post("/admin/faults") { request, context -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            let updated: GatewayFaults
+            do {
+                updated = try GatewayFaults.decode(Data(body.readableBytesView), over: faults.current)
+            } catch {
+                return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "not a set of faults: \(error)\n")))
+            }
+            faults.set(updated)
+            context.logger.notice("faults changed", metadata: ["gateway.faults": "\(updated)"])
+            return Self.json(try JSONEncoder.gateway.encode(updated))
+        }
+        router.delete("/admin/faults") { request, context -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            faults.set(GatewayFaults())
+            context.logger.notice("faults cleared")
+            return Self.json(try JSONEncoder.gateway.encode(GatewayFaults()))
+        }
+        // A plain request to the WebSocket path lands here: say why it is not upgraded.
+        router.get(RouterPath(webSocketPath)) { request, _ -> Response in
+            guard authorized(request.headers) else { return Self.unauthorized() }
+            if faults.current.refuseConnections {
+                return Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "refusing connections (fault injection)\n")))
+            }
             return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "WebSocket upgrade required\n")))
         }
 
-        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
-        webSocketRouter.ws(RouterPath(webSocketPath)) { request, _ in
-            Self.isAuthorized(request.headers, token: token) ? .upgrade([:]) : .dontUpgrade
-        } onUpgrade: { inbound, outbound, context in
+        let onUpgrade: @Sendable (WebSocketInboundStream, WebSocketOutboundWriter, any Channel, Logger) async throws -> Void = {
+            inbound, outbound, channel, logger in
             let connection = connections.wrappingAdd(1, ordering: .relaxed).newValue
-            var session = GatewaySession(connection: connection, bot: bot, record: record, outbound: outbound, logger: context.logger)
-            context.logger.info("client connected", metadata: ["gateway.connection": "\(connection)"])
-            for try await message in inbound.messages(maxSize: 1 << 20) {
-                guard case .text(let text) = message else {
-                    context.logger.warning("ignored a binary frame", metadata: ["gateway.connection": "\(connection)"])
-                    continue
-                }
-                try await session.handle(text)
+            let dropFraction = faults.current.dropConnectionFraction
+            if dropFraction > 0 && Double.random(in: 0..<1) < dropFraction {
+                logger.notice("dropped a new connection (fault injection)", metadata: ["gateway.connection": "\(connection)"])
+                return
             }
-            context.logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
+            faults.register(channel)
+            defer { faults.unregister(channel) }
+            var session = GatewaySession(connection: connection, bot: bot, record: record, outbound: outbound, faults: faults, logger: logger)
+            logger.info("client connected", metadata: ["gateway.connection": "\(connection)"])
+            do {
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message else {
+                        logger.warning("ignored a binary frame", metadata: ["gateway.connection": "\(connection)"])
+                        continue
+                    }
+                    try await session.handle(text)
+                }
+            } catch is GatewaySession.Closed {
+                logger.notice("closed the connection (fault injection)", metadata: ["gateway.connection": "\(connection)"])
+                return
+            }
+            logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
+        }
+        let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: 1 << 20))
+        let plainServer = HTTPServerBuilder.http1WebSocketUpgrade(configuration: webSocketConfiguration) { request, channel, _ in
+            guard request.path == webSocketPath, authorized(request.headerFields), !faults.current.refuseConnections else {
+                return .dontUpgrade
+            }
+            return .upgrade([:]) { inbound, outbound, context in
+                try await onUpgrade(inbound, outbound, channel, context.logger)
+            }
         }
 
         let portFile = configuration.portFile
+        let scheme = configuration.tls == nil ? "ws" : "wss"
+        let server: HTTPServerBuilder
+        if let tls = configuration.tls {
+            let tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
+            server = try .tls(plainServer, tlsConfiguration: tlsConfiguration)
+        } else {
+            server = plainServer
+        }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),
+            server: server,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-gateway"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
-                logger.info("gateway listening", metadata: ["gateway.url": "ws://\(configuration.host):\(port)\(webSocketPath)"])
+                logger.info("gateway listening", metadata: ["gateway.url": "\(scheme)://\(configuration.host):\(port)\(webSocketPath)"])
                 if let portFile {
                     try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
                 }
             },
             logger: logger
         )
+    }
+
+    static func json(_ data: Data) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     static func isAuthorized(_ headers: HTTPFields, token: String) -> Bool {

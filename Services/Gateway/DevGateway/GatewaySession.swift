@@ -9,16 +9,23 @@ struct GatewaySession {
     let bot: DemoBot
     let record: GatewayRecord
     let outbound: WebSocketOutboundWriter
+    let faults: FaultSwitch
     let logger: Logger
     private let codec = WireCodec()
     /// The server's sequence numbers, from 1 on each connection.
     private var sequence = 0
+    /// Frames written on this connection.
+    private var framesSent = 0
 
-    init(connection: Int, bot: DemoBot, record: GatewayRecord, outbound: WebSocketOutboundWriter, logger: Logger) {
+    /// Thrown to end the connection when the close-after-frames fault says so.
+    struct Closed: Error {}
+
+    init(connection: Int, bot: DemoBot, record: GatewayRecord, outbound: WebSocketOutboundWriter, faults: FaultSwitch, logger: Logger) {
         self.connection = connection
         self.bot = bot
         self.record = record
         self.outbound = outbound
+        self.faults = faults
         self.logger = logger
     }
 
@@ -63,7 +70,12 @@ struct GatewaySession {
         try await write(try codec.encode(payload, type: type.rawValue, sequence: sequence, serverTimestamp: Date()))
     }
 
-    private func write(_ data: Data) async throws {
+    private mutating func write(_ data: Data) async throws {
+        let faults = self.faults.current
+        if faults.frameDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.frameDelayMilliseconds)) }
+        if faults.sendMalformedFrames { try await outbound.write(.text("{\"type\": \"chat.message\", \"payload\": [malformed")) }
         try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+        framesSent += 1
+        if let limit = faults.closeAfterFrames, framesSent >= limit { throw Closed() }
     }
 }

@@ -37,12 +37,29 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds between streamed chunks.")
     var chunkDelay = 20
 
+    @Option(help: "A certificate chain (PEM) to serve wss:// with; needs --tls-key.")
+    var tlsCert: String?
+
+    @Option(help: "The private key (PEM) of --tls-cert.")
+    var tlsKey: String?
+
+    @Option(help: #"Faults to inject from the start, as JSON: {"ignorePings": true, "closeAfterFrames": 3, …} (see docs/GATEWAY.md)."#)
+    var faults: String?
+
     @Option(help: "Log level.")
     var logLevel: Logger.Level = .info
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        if let faults {
+            do {
+                _ = try GatewayFaults.decode(Data(faults.utf8), over: GatewayFaults())
+            } catch {
+                throw ValidationError("--faults is not a set of faults: \(error)")
+            }
+        }
     }
 
     func run() async throws {
@@ -50,7 +67,9 @@ struct GatewayCommand: AsyncParsableCommand {
         let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_GATEWAY_TOKEN")
         let configuration = GatewayConfiguration(
             host: host, port: port, token: token, recordPath: record, portFile: portFile, botName: botName,
-            chunkDelay: .milliseconds(chunkDelay))
+            chunkDelay: .milliseconds(chunkDelay),
+            faults: try faults.map { try GatewayFaults.decode(Data($0.utf8), over: GatewayFaults()) } ?? GatewayFaults(),
+            tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } })
         let app = try DevGateway.makeApplication(configuration: configuration, logger: Logger(label: "tether-gateway"))
         try await app.runService()
     }

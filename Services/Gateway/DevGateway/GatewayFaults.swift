@@ -1,0 +1,97 @@
+public import Foundation
+import NIOCore
+import Synchronization
+
+/// Faults the development gateway can inject, switched at run time through
+/// `POST /admin/faults` or at start with `--faults`, so people and tests can watch Tether cope.
+public struct GatewayFaults: Codable, Equatable, Sendable {
+    /// Refuse every WebSocket upgrade (HTTP 503).
+    public var refuseConnections = false
+    /// Close each connection after it has sent this many frames.
+    public var closeAfterFrames: Int?
+    /// Stop reading open connections: no pongs, no answers, while TCP still looks open.
+    public var ignorePings = false
+    /// Wait this long before each frame sent.
+    public var frameDelayMilliseconds = 0
+    /// Close this fraction (0 to 1) of new connections right after the upgrade.
+    public var dropConnectionFraction = 0.0
+    /// Send a malformed frame before each real one.
+    public var sendMalformedFrames = false
+    /// Reject every token (HTTP 401).
+    public var rejectToken = false
+
+    public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
+    }
+
+    /// Reads a full or partial set: absent fields keep `base`'s values.
+    public static func decode(_ data: Data, over base: GatewayFaults) throws -> GatewayFaults {
+        let decoder = JSONDecoder()
+        decoder.userInfo[baseKey] = base
+        return try decoder.decode(GatewayFaults.self, from: data)
+    }
+
+    private static let baseKey = CodingUserInfoKey(rawValue: "tether.faults.base")!
+
+    public init(from decoder: any Decoder) throws {
+        var faults = decoder.userInfo[Self.baseKey] as? GatewayFaults ?? GatewayFaults()
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .refuseConnections) { faults.refuseConnections = value }
+        if container.contains(.closeAfterFrames) { faults.closeAfterFrames = try container.decodeIfPresent(Int.self, forKey: .closeAfterFrames) }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .ignorePings) { faults.ignorePings = value }
+        if let value = try container.decodeIfPresent(Int.self, forKey: .frameDelayMilliseconds) { faults.frameDelayMilliseconds = max(0, value) }
+        if let value = try container.decodeIfPresent(Double.self, forKey: .dropConnectionFraction) { faults.dropConnectionFraction = min(max(value, 0), 1) }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .sendMalformedFrames) { faults.sendMalformedFrames = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .rejectToken) { faults.rejectToken = value }
+        self = faults
+    }
+}
+
+/// The faults in force, shared by every connection, and the open connections' channels.
+final class FaultSwitch: Sendable {
+    private struct State {
+        var faults: GatewayFaults
+        var channels: [ObjectIdentifier: any Channel] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    init(_ initial: GatewayFaults) {
+        state = Mutex(State(faults: initial))
+    }
+
+    var current: GatewayFaults {
+        state.withLock { $0.faults }
+    }
+
+    /// Switches faults; `ignorePings` freezes or thaws every open connection at once.
+    func set(_ new: GatewayFaults) {
+        let channels = state.withLock { state in
+            state.faults = new
+            return Array(state.channels.values)
+        }
+        for channel in channels { Self.freeze(channel, new.ignorePings) }
+    }
+
+    func register(_ channel: any Channel) {
+        let ignorePings = state.withLock { state in
+            state.channels[ObjectIdentifier(channel)] = channel
+            return state.faults.ignorePings
+        }
+        if ignorePings { Self.freeze(channel, true) }
+    }
+
+    func unregister(_ channel: any Channel) {
+        _ = state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// A frozen connection reads nothing from its socket: no frame is processed and no ping
+    /// answered, while TCP stays open. That is what a dead peer looks like from outside.
+    private static func freeze(_ channel: any Channel, _ frozen: Bool) {
+        channel.setOption(ChannelOptions.autoRead, value: !frozen).whenSuccess {
+            if !frozen { channel.read() }
+        }
+    }
+}
