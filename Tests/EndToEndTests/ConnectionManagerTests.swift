@@ -227,6 +227,37 @@ import TetherTesting
         _ = try await rig.connected(epoch: 1)
     }
 
+    @Test func gatewayFaultSwitches() async throws {
+        let rig = try await Rig()
+        try rig.startGateway()
+        try rig.startConnd(["--preset", "aggressive", "--max-attempts", "3"])
+        _ = try await rig.connected(epoch: 1)
+
+        // Refused connections: attempts fail with the gateway's answer in words.
+        let refusedSince = ContinuousClock.now
+        try await rig.setFaults(#"{"refuseConnections": true}"#)
+        _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        let refused = try await rig.states.waitFor(since: refusedSince) { $0.lastError?.contains("HTTP 503") == true }
+        #expect(refused.value.phase == .reconnecting || refused.value.phase == .failed)
+
+        // A rejected token: failed at once, no retries.
+        try await rig.setFaults(#"{"refuseConnections": false, "rejectToken": true}"#)
+        let rejectedSince = ContinuousClock.now
+        _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        let rejected = try await rig.states.waitFor(since: rejectedSince) { $0.failure == .credentialRejected }
+        #expect(rejected.value.lastError?.contains("HTTP 401") == true)
+
+        // A connection closed after one frame: connd sees the gateway's close and reconnects.
+        try await rig.setFaults(#"{"rejectToken": false, "closeAfterFrames": 1}"#)
+        let closingSince = ContinuousClock.now
+        _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        let connected = try await rig.states.waitFor(since: closingSince) { $0.phase == .connected }
+        // A ping makes the gateway send its one frame, the pong.
+        try rig.client.publish(WireFrame(epoch: nil, text: #"{"version":"1.0","type":"system.ping","sequence":1,"payload":{"timestamp":null},"serverTimestamp":null}"#), on: .wireOutbound)
+        let closed = try await rig.states.waitFor(since: connected.receivedAt) { $0.phase == .reconnecting && $0.lastError != nil }
+        #expect(closed.value.lastError?.contains("closed the connection") == true, "\(closed.value.lastError ?? "")")
+    }
+
     @Test func wssIsVerifiedAgainstTheGivenCAAndAnUntrustedCertificateFailsClearly() async throws {
         let rig = try await Rig()
         let certificates = try TestCertificates(directory: rig.run.path)
@@ -241,6 +272,7 @@ import TetherTesting
         // The same gateway, without trusting its CA.
         try rig.startConnd(["--preset", "aggressive"], url: url)
         let failed = try await rig.states.waitFor { $0.phase == .failed }
+        print("untrusted certificate: \(failed.value.lastError ?? "")")
         #expect(failed.value.failure == .tls)
         #expect(failed.value.lastError?.contains("TLS") == true, "\(failed.value.lastError ?? "")")
         let attempts = await rig.states.entries.filter { $0.header.source == "tether-connd" && $0.value.phase == .connecting && $0.value.epoch == 0 }

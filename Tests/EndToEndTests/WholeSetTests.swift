@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Logging
 import Testing
 import TetherBus
@@ -178,6 +181,41 @@ import TetherWire
         #expect(record.count == 1, "the gateway received the message \(record.count) times")
         let connectionNumbers = Set(record.compactMap { $0["connection"] as? Int })
         #expect(connectionNumbers == [1], "it came on the restarted gateway's first connection")
+    }
+
+    @Test func suspendAndResumeFromTheCommandLine() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+        let suspend = try set.tether(["suspend"])
+        #expect(suspend.status == 0, "\(suspend.standardError)")
+        #expect(suspend.standardOutput.contains("Disconnected (app suspended)"))
+        let status = try set.tether(["status"])
+        #expect(status.standardOutput.contains("connection: Disconnected (app suspended)"))
+        let again = try set.tether(["suspend"])
+        #expect(again.status == 1)
+        #expect(again.standardError.contains("does not apply now"))
+        let resume = try set.tether(["resume"])
+        #expect(resume.status == 0, "\(resume.standardError)")
+        let send = try set.tether(["send", "after", "resume"])
+        #expect(send.standardOutput == "You said: after resume\n")
+    }
+
+    @Test func malformedFramesFromTheGatewayAreDroppedAndTheChatGoesOn() async throws {
+        let set = try await RunningSet()
+        defer { set.stop() }
+        let token = try String(contentsOfFile: set.run.path + "/gateway.token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(set.port)/admin/faults")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(#"{"sendMalformedFrames": true}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+
+        let send = try set.tether(["send", "through", "the", "noise"])
+        #expect(send.status == 0, "\(send.standardError)")
+        #expect(send.standardOutput == "You said: through the noise\n")
+        let log = (try? String(contentsOfFile: set.run.path + "/compose/logs/protod.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("dropped a malformed frame from the gateway"))
     }
 
     @Test func watchStartsWithTheStoredTranscript() async throws {

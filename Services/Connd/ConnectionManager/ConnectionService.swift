@@ -288,7 +288,12 @@ actor ConnectionDriver {
             }
             return ConnectionProblem(.unreachable, "the gateway at \(url) refused the WebSocket upgrade")
         }
-        if error is NIOSSLError || error is BoringSSLError || String(reflecting: error).contains("NIOSSL") {
+        let description = String(reflecting: error)
+        if error is NIOSSLError || error is BoringSSLError || description.contains("NIOSSL") {
+            if description.contains("CERTIFICATE_VERIFY_FAILED") {
+                return ConnectionProblem(
+                    .tls, "TLS with \(url) failed: the gateway's certificate could not be verified (untrusted issuer, wrong name or expired)")
+            }
             return ConnectionProblem(.tls, "TLS with \(url) failed: \(error)")
         }
         if let error = error as? IOError {

@@ -10,7 +10,8 @@ public enum CredentialSource: Sendable, Equatable {
     /// An environment variable.
     case environment(String)
     /// The desktop secret service (`secret-tool lookup service tether gateway URL`), where one runs.
-    case secretService(url: String)
+    /// `tool` names the client program.
+    case secretService(url: String, tool: String = "secret-tool")
 
     /// Reads the token.
     public func read() throws -> String {
@@ -22,8 +23,8 @@ public enum CredentialSource: Sendable, Equatable {
                 throw SecretFileError(description: "the environment variable \(name) holding the token is not set")
             }
             return value
-        case .secretService(let url):
-            return try SecretService.lookup(attributes: ["service": "tether", "gateway": url])
+        case .secretService(let url, let tool):
+            return try SecretService.lookup(tool: tool, attributes: ["service": "tether", "gateway": url])
         }
     }
 
@@ -41,10 +42,10 @@ public enum CredentialSource: Sendable, Equatable {
 
 /// The freedesktop secret service through its command-line client, `secret-tool`.
 enum SecretService {
-    static func lookup(attributes: [String: String]) throws -> String {
+    static func lookup(tool: String, attributes: [String: String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["secret-tool", "lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+        process.arguments = [tool, "lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = Pipe()

@@ -57,8 +57,10 @@ public struct StatusReport: Sendable, Codable {
         if programs.isEmpty { lines.append("(no program answered on the bus)") }
         lines.append("")
         if let connection {
-            var words = "connection: \(connection.phase.words) \(connection.url) (epoch \(connection.epoch))"
-            if let error = connection.lastError, connection.phase != .connected { words += " — \(error)" }
+            var words = "connection: \(connection.words) \(connection.url) (epoch \(connection.epoch))"
+            if connection.attempt > 0 { words += ", attempt \(connection.attempt)" }
+            if let next = connection.nextAttemptAt { words += ", next in \(String(format: "%.1f", max(0, next.timeIntervalSince(now)))) s" }
+            if let error = connection.lastError, connection.phase != .connected { words += "\n  last error: \(error)" }
             lines.append(words)
         } else {
             lines.append("connection: unknown (tether-connd is not running)")

@@ -12,7 +12,7 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Send.self, Watch.self, Status.self]
+        subcommands: [Send.self, Watch.self, Status.self, Reconnect.self, Suspend.self, Resume.self]
     )
 }
 
@@ -166,4 +166,47 @@ enum JSONLine {
         let topicJSON = String(decoding: (try? JSONEncoder().encode(topic.name)) ?? Data(), as: UTF8.self)
         return "{\"topic\":\(topicJSON),\"body\":\(String(decoding: body, as: UTF8.self))}"
     }
+}
+
+/// `reconnect`, `suspend` and `resume`: a command to tether-connd, answered with the phase after it.
+protocol ConnectionControl: AsyncParsableCommand {
+    var options: ProgramOptions { get }
+    static var action: ConnectionCommand.Action { get }
+}
+
+extension ConnectionControl {
+    func run() async throws {
+        let bus = try openBus(options)
+        let reply: ConnectionCommand.Reply
+        do {
+            reply = try await bus.request(ConnectionCommand.self, .init(action: Self.action))
+        } catch {
+            throw error.isUnreachable ? exitNotRunning(error) : error
+        }
+        await bus.close()
+        if reply.accepted {
+            print("\(Self.action.rawValue): the connection is now \(reply.phase.words)")
+        } else {
+            FileHandle.standardError.write(Data("tether: \(Self.action.rawValue) does not apply now: the connection is \(reply.phase.words)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+struct Reconnect: ConnectionControl {
+    static let configuration = CommandConfiguration(abstract: "Connect to the gateway now, whatever the backoff or a failure says.")
+    static let action = ConnectionCommand.Action.reconnect
+    @OptionGroup var options: ProgramOptions
+}
+
+struct Suspend: ConnectionControl {
+    static let configuration = CommandConfiguration(abstract: "Close the connection gracefully and keep it closed until resume.")
+    static let action = ConnectionCommand.Action.suspend
+    @OptionGroup var options: ProgramOptions
+}
+
+struct Resume: ConnectionControl {
+    static let configuration = CommandConfiguration(abstract: "Connect again after a suspend, with the same identity and credential.")
+    static let action = ConnectionCommand.Action.resume
+    @OptionGroup var options: ProgramOptions
 }
