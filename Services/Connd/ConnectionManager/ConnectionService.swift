@@ -117,12 +117,8 @@ actor ConnectionDriver {
 
     func stop() async {
         handle(.stop)
-        // Let the graceful close finish within its deadline.
-        let deadline = ContinuousClock.now + configuration.closeDeadline
-        while let task = closingTask, ContinuousClock.now < deadline {
-            if await task.isFinished { break }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        // The graceful close ends within its deadline.
+        await closingTask?.wait()
     }
 
     private var closingTask: ClosingConnection?
@@ -376,11 +372,9 @@ struct ClosingConnection: Sendable {
         }
     }
 
-    var isFinished: Bool {
-        get async {
-            await done.value
-            return true
-        }
+    /// Returns once the connection is closed, or cut at the deadline.
+    func wait() async {
+        await done.value
     }
 }
 
