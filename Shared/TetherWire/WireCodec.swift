@@ -99,6 +99,8 @@ public struct WireCodec: Sendable {
         case .streamingChunk(let envelope): try encode(envelope)
         case .ping(let envelope): try encode(envelope)
         case .pong(let envelope): try encode(envelope)
+        case .sessionResume(let envelope): try encode(envelope)
+        case .sessionResumed(let envelope): try encode(envelope)
         case .unknown(_, _, let data): data
         }
     }
@@ -166,6 +168,10 @@ public struct WireCodec: Sendable {
                 return .ping(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
             case .pong:
                 return .pong(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
+            case .sessionResume:
+                return .sessionResume(try decoder.decode(WireEnvelope<SessionResume>.self, from: data))
+            case .sessionResumed:
+                return .sessionResumed(try decoder.decode(WireEnvelope<SessionResumed>.self, from: data))
             }
         } catch {
             throw .invalidPayload(type: header.type, error)

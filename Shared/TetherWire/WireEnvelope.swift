@@ -8,6 +8,10 @@ public enum WireMessageType: String, Codable, Sendable, CaseIterable {
     case streamingChunk = "streaming.chunk"
     case ping = "system.ping"
     case pong = "system.pong"
+    /// A Tether addition: resume a session after a reconnect.
+    case sessionResume = "session.resume"
+    /// A Tether addition: the answer to `session.resume`.
+    case sessionResumed = "session.resumed"
 }
 
 /// The envelope around every wire message:
@@ -68,6 +72,8 @@ public enum WireMessage: Sendable {
     case streamingChunk(WireEnvelope<StreamingChunk>)
     case ping(WireEnvelope<HeartbeatPayload>)
     case pong(WireEnvelope<HeartbeatPayload>)
+    case sessionResume(WireEnvelope<SessionResume>)
+    case sessionResumed(WireEnvelope<SessionResumed>)
     /// A type this peer does not know; kept whole so it can be logged or passed on.
     case unknown(type: String, sequence: Int?, data: Data)
 
@@ -80,6 +86,8 @@ public enum WireMessage: Sendable {
         case .streamingChunk: WireMessageType.streamingChunk.rawValue
         case .ping: WireMessageType.ping.rawValue
         case .pong: WireMessageType.pong.rawValue
+        case .sessionResume: WireMessageType.sessionResume.rawValue
+        case .sessionResumed: WireMessageType.sessionResumed.rawValue
         case .unknown(let type, _, _): type
         }
     }

@@ -208,3 +208,54 @@ public struct HeartbeatPayload: Hashable, Codable, Sendable {
         self.timestamp = timestamp
     }
 }
+
+/// `session.resume` (Tether → gateway, a Tether addition): sent first on a new connection,
+/// it asks the gateway for every frame after the last one this client processed.
+public struct SessionResume: Hashable, Codable, Sendable {
+    /// The gateway session the sequence belongs to; nil when the client never had one.
+    public var sessionID: String?
+    /// The last server sequence processed; 0 for none.
+    public var lastSequence: Int
+
+    public init(sessionID: String?, lastSequence: Int) {
+        self.sessionID = sessionID
+        self.lastSequence = lastSequence
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case sessionID, lastSequence
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sessionID = try container.decodeIfPresent(String.self, forKey: .sessionID)
+        lastSequence = try container.decode(Int.self, forKey: .lastSequence)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sessionID, forKey: .sessionID)
+        try container.encode(lastSequence, forKey: .lastSequence)
+    }
+}
+
+/// `session.resumed` (gateway → Tether, a Tether addition): the answer to `session.resume`,
+/// sent after the replayed frames.
+public struct SessionResumed: Hashable, Codable, Sendable {
+    /// The gateway's session; a different one than asked for means the gateway restarted.
+    public var sessionID: String
+    /// The gateway's latest sequence.
+    public var lastSequence: Int
+    /// How many frames were sent again.
+    public var replayed: Int
+    /// False when frames the client asked for are gone (a restarted gateway, or older than
+    /// its history): a stream that was open may never complete.
+    public var complete: Bool
+
+    public init(sessionID: String, lastSequence: Int, replayed: Int, complete: Bool) {
+        self.sessionID = sessionID
+        self.lastSequence = lastSequence
+        self.replayed = replayed
+        self.complete = complete
+    }
+}

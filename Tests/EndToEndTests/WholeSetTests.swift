@@ -11,80 +11,8 @@ import TetherWire
 
 /// The whole set from compose/default.yaml, in a private run directory and port.
 @Suite(.serialized) struct WholeSetTests {
-    /// A running set; stopping it (or dropping it) leaves no process behind.
-    final class RunningSet {
-        let run: TestRunDirectory
-        let port: Int
-        let supervisor: ChildProcess
-
-        init() async throws {
-            run = try TestRunDirectory()
-            port = try freePort()
-            supervisor = try ChildProcess(
-                Programs.path("tether-compose"),
-                ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory],
-                environment: ["TETHER_GATEWAY_PORT": "\(port)"],
-                outputDirectory: run.path, name: "compose")
-            let ready = await eventually(timeout: .seconds(30)) {
-                guard let state = self.state() else { return false }
-                return state.programs.allSatisfy { $0.ready }
-            }
-            if !ready {
-                throw TestFailure("the set did not become ready:\n\(supervisor.standardOutput)\n\(supervisor.standardError)")
-            }
-        }
-
-        deinit {
-            stop()
-        }
-
-        func state() -> ComposeStateFile? {
-            guard let data = FileManager.default.contents(atPath: run.path + "/compose/state.json") else { return nil }
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return try? decoder.decode(ComposeStateFile.self, from: data)
-        }
-
-        /// Runs a front-end command against the set and waits for it.
-        func tether(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ChildProcess {
-            let process = try ChildProcess(Programs.path("tether"), arguments + ["--run-dir", run.path], outputDirectory: run.path)
-            try process.waitForExit(timeout: timeout)
-            return process
-        }
-
-        /// `tether-compose down`, then whatever is left is killed.
-        func stop() {
-            if supervisor.isRunning {
-                if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: run.path, name: "down") {
-                    _ = try? down.waitForExit(timeout: .seconds(40))
-                }
-            }
-            supervisor.stop()
-            for program in state()?.programs ?? [] {
-                if let pid = program.pid, kill(pid, 0) == 0 { kill(-pid, SIGKILL) }
-            }
-        }
-
-        func gatewayRecord() -> [[String: Any]] {
-            let text = (try? String(contentsOfFile: run.path + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        }
-    }
-
-    /// The parts of compose/state.json the tests read.
-    struct ComposeStateFile: Decodable {
-        struct Program: Decodable {
-            var name: String
-            var pid: Int32?
-            var ready: Bool
-            var restarts: Int
-        }
-        var supervisorPID: Int32
-        var programs: [Program]
-    }
-
     @Test func sendHelloThroughTheWholeSet() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
 
         let tap = try ChildProcess(
@@ -149,7 +77,7 @@ import TetherWire
     }
 
     @Test func programKilledWithSigkillIsRestartedAndTheSetCarriesOn() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
         let before = try #require(set.state()?.programs.first { $0.name == "protod" })
         let pid = try #require(before.pid)
@@ -170,7 +98,7 @@ import TetherWire
     }
 
     @Test func messageSentWhileTheGatewayIsDownArrivesOnceAfterTheReconnect() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
         let gateway = try #require(set.state()?.programs.first { $0.name == "gateway" }?.pid)
         kill(gateway, SIGKILL)
@@ -184,7 +112,7 @@ import TetherWire
     }
 
     @Test func suspendAndResumeFromTheCommandLine() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
         let suspend = try set.tether(["suspend"])
         #expect(suspend.status == 0, "\(suspend.standardError)")
@@ -201,7 +129,7 @@ import TetherWire
     }
 
     @Test func malformedFramesFromTheGatewayAreDroppedAndTheChatGoesOn() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
         let token = try String(contentsOfFile: set.run.path + "/gateway.token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(set.port)/admin/faults")!)
@@ -219,7 +147,7 @@ import TetherWire
     }
 
     @Test func watchStartsWithTheStoredTranscript() async throws {
-        let set = try await RunningSet()
+        let set = try await ComposedSet()
         defer { set.stop() }
         #expect(try set.tether(["send", "first"]).status == 0)
         let watch = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch")

@@ -57,6 +57,7 @@ public enum DevGateway {
     public static func makeApplication(configuration: GatewayConfiguration, logger: Logger) throws -> some ApplicationProtocol {
         let record = try GatewayRecord(path: configuration.recordPath)
         let bot = DemoBot(name: configuration.botName, chunkDelay: configuration.chunkDelay)
+        let conversation = GatewayConversation(bot: bot, record: record, logger: logger)
         let faults = FaultSwitch(configuration.faults)
         let connections = Atomic<Int>(0)
         let token = configuration.token
@@ -112,7 +113,8 @@ public enum DevGateway {
             }
             faults.register(channel)
             defer { faults.unregister(channel) }
-            var session = GatewaySession(connection: connection, bot: bot, record: record, outbound: outbound, faults: faults, logger: logger)
+            let link = GatewayLink(connection: connection, outbound: outbound, faults: faults)
+            await conversation.attach(link)
             logger.info("client connected", metadata: ["gateway.connection": "\(connection)"])
             do {
                 for try await message in inbound.messages(maxSize: 1 << 20) {
@@ -120,12 +122,12 @@ public enum DevGateway {
                         logger.warning("ignored a binary frame", metadata: ["gateway.connection": "\(connection)"])
                         continue
                     }
-                    try await session.handle(text)
+                    try await conversation.handle(text, from: link)
                 }
-            } catch is GatewaySession.Closed {
-                logger.notice("closed the connection (fault injection)", metadata: ["gateway.connection": "\(connection)"])
-                return
+            } catch {
+                logger.info("connection ended", metadata: ["gateway.connection": "\(connection)", "gateway.error": "\(error)"])
             }
+            await conversation.detach(link)
             logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
         }
         let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: 1 << 20))

@@ -24,8 +24,18 @@ actor GatewayRecord {
     private var seenIDs: Set<String> = []
     private let file: FileHandle?
 
+    /// Opens the record, reading back what an earlier run of the gateway received, so that a
+    /// message sent again after a gateway restart is still recognised.
     init(path: String?) throws {
         if let path {
+            if let existing = try? String(contentsOfFile: path, encoding: .utf8) {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                for line in existing.split(separator: "\n") {
+                    guard let message = try? decoder.decode(RecordedMessage.self, from: Data(line.utf8)) else { continue }
+                    if seenIDs.insert(message.id).inserted { messages.append(message) }
+                }
+            }
             if !FileManager.default.fileExists(atPath: path) {
                 guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                     throw GatewayError("cannot create the record file \(path)")

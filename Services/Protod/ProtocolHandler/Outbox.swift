@@ -56,6 +56,14 @@ public struct Outbox: Sendable {
                 table.column("sentEpoch", .integer)
             }
         }
+        migrator.registerMigration("create session") { db in
+            // The gateway session and the last server sequence processed, for resuming it.
+            try db.create(table: "session") { table in
+                table.primaryKey("id", .integer)
+                table.column("sessionID", .text)
+                table.column("lastSequence", .integer).notNull()
+            }
+        }
         return migrator
     }
 
@@ -113,6 +121,23 @@ public struct Outbox: Sendable {
     public func pendingCount() async throws -> Int {
         try await database.read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE status IN ('queued', 'sent')") ?? 0
+        }
+    }
+
+    /// The gateway session to resume, as last saved.
+    public func session() async throws -> (sessionID: String?, lastSequence: Int) {
+        try await database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT sessionID, lastSequence FROM session WHERE id = 1") else { return (nil, 0) }
+            return (row["sessionID"], row["lastSequence"])
+        }
+    }
+
+    /// Saves the gateway session to resume.
+    public func saveSession(sessionID: String?, lastSequence: Int) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
+                arguments: [sessionID, lastSequence])
         }
     }
 

@@ -68,6 +68,12 @@ actor ProtocolEngine {
     private var botName = "Bot"
     private var unknownTypes = 0
     private var malformedFrames = 0
+    /// The gateway session and the last server sequence processed.
+    private var sessionID: String?
+    private var lastSequence = 0
+    /// For each open stream, the sequence of its first chunk: resuming must start before it.
+    private var openStreamStarts: [MessageID: Int] = [:]
+    private var savedResumePoint: (String?, Int) = (nil, 0)
 
     init(bus: BusClient, outbox: Outbox, ackTimeout: Duration, logger: Logger) {
         self.bus = bus
@@ -77,7 +83,17 @@ actor ProtocolEngine {
     }
 
     func start() async {
+        if let saved = try? await outbox.session() {
+            (sessionID, lastSequence) = saved
+            savedResumePoint = saved
+        }
         await publishSummary()
+    }
+
+    /// Where a resume starts: after the last frame processed, but before the first chunk of
+    /// any stream still open, whose chunks this process may have lost.
+    private var resumePoint: Int {
+        min(lastSequence, (openStreamStarts.values.min() ?? Int.max) - 1)
     }
 
     // MARK: Commands
@@ -106,7 +122,13 @@ actor ProtocolEngine {
             let epoch = status.phase == .connected ? status.epoch : nil
             guard epoch != connectedEpoch else { return }
             connectedEpoch = epoch
-            if epoch != nil { await flush() }
+            guard let epoch else { return }
+            // First ask for what the gateway sent while this client could not hear it.
+            let resume = SessionResume(sessionID: sessionID, lastSequence: max(0, resumePoint))
+            if let data = try? codec.encode(resume, type: WireMessageType.sessionResume.rawValue, sequence: 0) {
+                publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
+            }
+            await flush()
         case .wireInbound:
             guard let frame = try? message.decode(WireFrame.self) else { return countMalformed(message) }
             await handle(frame)
@@ -129,6 +151,7 @@ actor ProtocolEngine {
             logger.warning("dropped a malformed frame from the gateway", metadata: ["wire.error": "\(error)"])
             return
         }
+        if let sequence = Self.serverSequence(of: decoded) { lastSequence = max(lastSequence, sequence) }
         switch decoded {
         case .messageAck(let envelope):
             await acknowledge(envelope.payload)
@@ -136,7 +159,7 @@ actor ProtocolEngine {
             botName = envelope.payload.botName
             try? bus.retain(envelope.payload, on: .botState)
         case .streamingChunk(let envelope):
-            receive(chunk: envelope.payload)
+            receive(chunk: envelope.payload, sequence: envelope.sequence)
         case .chatMessage(let envelope):
             let chat = envelope.payload
             if case .bot(let name) = chat.sender, !name.isEmpty { botName = name }
@@ -146,7 +169,9 @@ actor ProtocolEngine {
         case .ping(let envelope):
             guard let pong = try? codec.encodePong(sequence: envelope.sequence) else { return }
             publish(WireFrame(epoch: frame.epoch, text: String(decoding: pong, as: UTF8.self)), on: .wireOutbound)
-        case .pong:
+        case .sessionResumed(let envelope):
+            resumed(envelope.payload)
+        case .pong, .sessionResume:
             break
         case .unknown(let type, _, _):
             unknownTypes += 1
@@ -171,16 +196,52 @@ actor ProtocolEngine {
         }
     }
 
-    private func receive(chunk: StreamingChunk) {
+    /// The server sequence a frame counts for; pongs echo the ping's and resume answers are not part of the stream.
+    private static func serverSequence(of message: WireMessage) -> Int? {
+        switch message {
+        case .chatMessage(let envelope): envelope.sequence
+        case .messageAck(let envelope): envelope.sequence
+        case .botState(let envelope): envelope.sequence
+        case .streamingChunk(let envelope): envelope.sequence
+        case .ping(let envelope): envelope.sequence
+        case .unknown(_, let sequence, _): sequence
+        case .pong, .sessionResume, .sessionResumed: nil
+        }
+    }
+
+    /// The gateway answered a resume; a new session means it restarted.
+    private func resumed(_ answer: SessionResumed) {
+        if answer.sessionID != sessionID {
+            logger.info("the gateway's session changed: it restarted", metadata: ["wire.session": "\(answer.sessionID)"])
+            sessionID = answer.sessionID
+            lastSequence = answer.lastSequence
+        }
+        guard !answer.complete else { return }
+        // What the gateway no longer has will not come: a stream still open stays cut.
+        for id in Array(openStreamStarts.keys) {
+            openStreamStarts[id] = nil
+            let partial = assembler.discard(id) ?? ""
+            logger.warning("a streamed reply was cut off", metadata: ["message.id": "\(id)"])
+            publish(
+                TranscriptEntry(
+                    id: id, sender: .bot(name: botName), content: partial, timestamp: Date(), status: .incomplete,
+                    inReplyTo: replyTargets.removeValue(forKey: id)),
+                on: .conversationMessage)
+        }
+    }
+
+    private func receive(chunk: StreamingChunk, sequence: Int) {
         guard let progress = assembler.add(chunk) else { return }
-        if progress.isFirst, let target = lastAcknowledged {
-            replyTargets[chunk.messageID] = target
+        if progress.isFirst {
+            openStreamStarts[chunk.messageID] = sequence
+            if let target = lastAcknowledged { replyTargets[chunk.messageID] = target }
         }
         guard !progress.isDuplicate else { return }
         publish(
             StreamProgress(id: chunk.messageID, chunkIndex: chunk.chunkIndex, chunk: chunk.content, content: progress.content, isFinal: progress.isComplete),
             on: .conversationStream)
         if progress.isComplete {
+            openStreamStarts[chunk.messageID] = nil
             let entry = TranscriptEntry(
                 id: chunk.messageID, sender: .bot(name: botName), content: progress.content, timestamp: Date(), status: .received,
                 inReplyTo: replyTargets.removeValue(forKey: chunk.messageID))
@@ -193,6 +254,7 @@ actor ProtocolEngine {
     /// Writes every message that needs it to the open connection, in order: queued ones,
     /// ones last written to an older connection, and ones whose acknowledgement is overdue.
     func flush() async {
+        await saveResumePoint()
         guard let epoch = connectedEpoch else { return }
         let messages: [OutboxMessage]
         do {
@@ -216,6 +278,18 @@ actor ProtocolEngine {
             if message.status == .queued {
                 publish(DeliveryUpdate(id: message.messageID, status: .sent), on: .conversationDelivery)
             }
+        }
+    }
+
+    /// Saves where to resume, when it moved.
+    private func saveResumePoint() async {
+        let point = (sessionID, max(0, resumePoint))
+        guard point != savedResumePoint else { return }
+        do {
+            try await outbox.saveSession(sessionID: point.0, lastSequence: point.1)
+            savedResumePoint = point
+        } catch {
+            logger.error("cannot save the session", metadata: ["outbox.error": "\(error)"])
         }
     }
 

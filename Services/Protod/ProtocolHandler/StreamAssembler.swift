@@ -54,6 +54,18 @@ public struct StreamAssembler: Sendable {
         return Progress(content: content, isComplete: isComplete, isDuplicate: isDuplicate, isFirst: isFirst)
     }
 
+    /// Forgets an open stream; returns what had arrived of it, chunks in order from index 0.
+    public mutating func discard(_ id: MessageID) -> String? {
+        guard let stream = streams.removeValue(forKey: id) else { return nil }
+        var content = ""
+        var index = 0
+        while let piece = stream.chunks[index] {
+            content += piece
+            index += 1
+        }
+        return content
+    }
+
     /// The streams still open.
     public var openStreams: [MessageID] {
         Array(streams.keys)

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+
+/// Exactly once and whole, through the whole set, whatever is killed and whenever the
+/// connection drops.
+@Suite(.serialized) struct DeliveryTests {
+    private func recorded(_ set: ComposedSet, _ content: String) -> Int {
+        set.gatewayRecord().filter { $0["content"] as? String == content }.count
+    }
+
+    private func killAndAwaitRestart(_ set: ComposedSet, _ name: String) async throws {
+        let pid = try #require(set.pid(of: name))
+        kill(pid, SIGKILL)
+        let restarted = await eventually(timeout: .seconds(15)) {
+            guard let program = set.state()?.programs.first(where: { $0.name == name }) else { return false }
+            return program.pid != pid && program.ready
+        }
+        #expect(restarted, "\(name) was not restarted")
+    }
+
+    @Test func protodKilledAfterAcceptingBeforeSending() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        // No connection: the message can only be accepted into the outbox.
+        #expect(try set.tether(["suspend"]).status == 0)
+        let send = try set.tether(["send", "--timeout", "1", "accepted", "not", "sent"])
+        #expect(send.status == 1, "\(send.standardError)")
+        #expect(send.standardError.contains("queued"))
+        try await killAndAwaitRestart(set, "protod")
+        #expect(try set.tether(["resume"]).status == 0)
+        let delivered = await eventually(timeout: .seconds(15)) { recorded(set, "accepted not sent") == 1 }
+        #expect(delivered, "the queued message was not delivered after protod restarted")
+        try await Task.sleep(for: .seconds(1))
+        #expect(recorded(set, "accepted not sent") == 1)
+    }
+
+    @Test func protodKilledAfterSendingBeforeTheAck() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        // The gateway holds every frame it sends for 3 s: the message arrives, its ack does not yet.
+        try await set.faults(#"{"frameDelayMilliseconds": 3000}"#)
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "20", "--run-dir", set.run.path, "sent", "not", "acknowledged"],
+            outputDirectory: set.run.path, name: "send")
+        let arrived = await eventually(timeout: .seconds(10)) { recorded(set, "sent not acknowledged") == 1 }
+        #expect(arrived)
+        try await killAndAwaitRestart(set, "protod")
+        try await set.faults("{}", method: "DELETE")
+        // The new protod sends the message again with the same id; the gateway acknowledges it once more.
+        let status = try send.waitForExit(timeout: .seconds(25))
+        #expect(status == 0, "tether send: \(send.standardError)")
+        #expect(recorded(set, "sent not acknowledged") == 1, "the gateway received the message twice")
+        let client = try BusClient(source: "delivery-test", runDirectory: set.run.runDirectory, logger: Logger(label: "delivery-test"))
+        let transcript = try await client.request(TranscriptCommand.self, .init(limit: 10)).entries
+        #expect(transcript.first { $0.content == "sent not acknowledged" }?.status == .delivered)
+        await client.close()
+    }
+
+    @Test func streamCutHalfwayArrivesWholeAfterTheReconnect() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "delivery-test", runDirectory: set.run.runDirectory, logger: Logger(label: "delivery-test"))
+        let states = try await BusRecorder<ConnectionStatus>(bus: client, topic: .connectionState)
+        let words = (1...40).map { "word\($0)" }
+        // ack, thinking and six chunks, then the connection closes in the middle of the reply.
+        try await set.faults(#"{"closeAfterFrames": 8}"#)
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "30", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
+        _ = try await states.waitFor(timeout: .seconds(10)) { $0.phase == .reconnecting }
+        try await set.faults("{}", method: "DELETE")
+        let status = try send.waitForExit(timeout: .seconds(30))
+        #expect(status == 0, "tether send: \(send.standardError)")
+        #expect(send.standardOutput == "You said: " + words.joined(separator: " ") + "\n")
+        let replays = set.log(of: "gateway").split(separator: "\n").filter { $0.contains("session resumed") }
+        #expect(replays.contains { !$0.contains("gateway.replayed=0 ") }, "nothing was replayed: \(replays)")
+        #expect(recorded(set, words.joined(separator: " ")) == 1)
+        await client.close()
+    }
+}

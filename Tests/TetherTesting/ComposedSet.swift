@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The whole set from compose/default.yaml in a private run directory and port; stopping it
+/// (or dropping it) leaves no process behind.
+public final class ComposedSet {
+    public let run: TestRunDirectory
+    public let port: Int
+    public let supervisor: ChildProcess
+
+    public init() async throws {
+        run = try TestRunDirectory()
+        port = try freePort()
+        supervisor = try ChildProcess(
+            Programs.path("tether-compose"),
+            ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory],
+            environment: ["TETHER_GATEWAY_PORT": "\(port)"],
+            outputDirectory: run.path, name: "compose")
+        let ready = await eventually(timeout: .seconds(30)) {
+            guard let state = self.state() else { return false }
+            return state.programs.allSatisfy { $0.ready }
+        }
+        if !ready {
+            throw TestFailure("the set did not become ready:\n\(supervisor.standardOutput)\n\(supervisor.standardError)")
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    public func state() -> ComposeStateFile? {
+        guard let data = FileManager.default.contents(atPath: run.path + "/compose/state.json") else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try? decoder.decode(ComposeStateFile.self, from: data)
+    }
+
+    /// Runs a front-end command against the set and waits for it.
+    public func tether(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ChildProcess {
+        let process = try ChildProcess(Programs.path("tether"), arguments + ["--run-dir", run.path], outputDirectory: run.path)
+        try process.waitForExit(timeout: timeout)
+        return process
+    }
+
+    /// `tether-compose down`, then whatever is left is killed.
+    public func stop() {
+        if supervisor.isRunning {
+            if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: run.path, name: "down") {
+                _ = try? down.waitForExit(timeout: .seconds(40))
+            }
+        }
+        supervisor.stop()
+        for program in state()?.programs ?? [] {
+            if let pid = program.pid, kill(pid, 0) == 0 { kill(-pid, SIGKILL) }
+        }
+    }
+
+    public func gatewayRecord() -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: run.path + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+}
+
+/// The parts of compose/state.json the tests read.
+public struct ComposeStateFile: Decodable, Sendable {
+    public struct Program: Decodable, Sendable {
+        public var name: String
+        public var pid: Int32?
+        public var ready: Bool
+        public var restarts: Int
+    }
+    public var supervisorPID: Int32
+    public var programs: [Program]
+}
+
+extension ComposedSet {
+    /// The gateway's token, from the run directory.
+    public var gatewayToken: String {
+        get throws {
+            try String(contentsOfFile: run.path + "/gateway.token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// Sends `method` to the gateway's fault switches with a JSON body.
+    public func faults(_ json: String, method: String = "POST") async throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/faults")!)
+        request.httpMethod = method
+        request.setValue("Bearer \(try gatewayToken)", forHTTPHeaderField: "Authorization")
+        request.httpBody = Data(json.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw TestFailure("the gateway refused the faults \(json)") }
+    }
+
+    /// The pid of a program of the set.
+    public func pid(of name: String) -> Int32? {
+        state()?.programs.first { $0.name == name }?.pid
+    }
+
+    /// A program's log so far.
+    public func log(of name: String) -> String {
+        (try? String(contentsOfFile: run.path + "/compose/logs/\(name).log", encoding: .utf8)) ?? ""
+    }
+}
