@@ -115,7 +115,9 @@ import TetherTesting
         let dead = try await rig.states.waitFor(timeout: .seconds(10), since: frozen) { $0.phase == .reconnecting }
         let detection = frozen.duration(to: dead.receivedAt)
         print("a gateway that stopped answering pings was declared dead after \(detection) (heartbeat 1 s)")
-        #expect(detection <= .milliseconds(2500), "heartbeat plus timeout is 2 s")
+        // Heartbeat plus timeout is 2 s: the ping after the last pong goes unanswered, and the
+        // one after that finds it so. The rest is slack for a loaded machine.
+        #expect(detection <= .milliseconds(3500), "heartbeat plus timeout is 2 s")
         try await rig.setFaults(#"{"ignorePings": false}"#)
         _ = try await rig.states.waitFor(timeout: .seconds(15)) { $0.phase == .connected && $0.epoch >= 2 }
     }
