@@ -109,6 +109,8 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
     /// Counts connections made since connd started; frames carry it so that nothing meant
     /// for a dead connection is written to a new one.
     public var epoch: Int
+    /// Names the open connection uniquely, across connd restarts too; nil when not connected.
+    public var connectionID: String?
     /// The attempt number while connecting or reconnecting, from 1.
     public var attempt: Int
     /// When the next attempt starts, while waiting to reconnect.
@@ -123,12 +125,13 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
     public var words: String
 
     public init(
-        phase: ConnectionPhase, url: String, epoch: Int, attempt: Int = 0, nextAttemptAt: Date? = nil, lastError: String? = nil,
-        failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil
+        phase: ConnectionPhase, url: String, epoch: Int, connectionID: String? = nil, attempt: Int = 0, nextAttemptAt: Date? = nil,
+        lastError: String? = nil, failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil
     ) {
         self.phase = phase
         self.url = url
         self.epoch = epoch
+        self.connectionID = connectionID
         self.attempt = attempt
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError

@@ -4,6 +4,7 @@ import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
+import TetherWire
 
 /// Exactly once and whole, through the whole set, whatever is killed and whenever the
 /// connection drops.
@@ -78,6 +79,42 @@ import TetherTesting
         let replays = set.log(of: "gateway").split(separator: "\n").filter { $0.contains("session resumed") }
         #expect(replays.contains { !$0.contains("gateway.replayed=0 ") }, "nothing was replayed: \(replays)")
         #expect(recorded(set, words.joined(separator: " ")) == 1)
+        await client.close()
+    }
+}
+
+@Suite(.serialized) struct ManyMessagesTests {
+    @Test func thousandMessagesThroughKilledConndAndDroppedConnectionsArriveOnceInOrder() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "many-test", runDirectory: set.run.runDirectory, logger: Logger(label: "many-test"))
+        let count = 1000
+        let contents = (1...count).map { String(format: "message %04d", $0) }
+        // Every connection closes after 300 frames: the gateway drops connections throughout.
+        try await set.faults(#"{"closeAfterFrames": 300}"#)
+        let started = ContinuousClock.now
+        var killed = 0
+        for (index, content) in contents.enumerated() {
+            let reply = try await client.request(SendMessageCommand.self, .init(id: .random(), content: content))
+            #expect(reply.accepted)
+            if index == 300 || index == 700, let connd = set.pid(of: "connd") {
+                kill(connd, SIGKILL)
+                killed += 1
+            }
+        }
+        let accepted = started.duration(to: .now)
+        let delivered = await eventually(timeout: .seconds(120)) {
+            set.gatewayRecord().count >= count
+        }
+        try await set.faults("{}", method: "DELETE")
+        let record = set.gatewayRecord().compactMap { $0["content"] as? String }
+        print("\(count) messages: accepted in \(accepted), all at the gateway after \(started.duration(to: .now)); connd killed \(killed) times")
+        #expect(delivered, "only \(record.count) of \(count) messages reached the gateway")
+        #expect(record.count == count, "the gateway recorded \(record.count) messages for \(count) sent")
+        let firstDifference = Array(zip(record, contents)).firstIndex { $0 != $1 }
+        #expect(firstDifference == nil, "the gateway's record departs from the order sent at \(firstDifference ?? 0)")
+        let restarts = set.state()?.programs.first { $0.name == "connd" }?.restarts ?? 0
+        #expect(restarts == killed)
         await client.close()
     }
 }

@@ -16,8 +16,11 @@ public final class TestRunDirectory: Sendable {
         path = String(cString: made)
     }
 
+    /// Removes the directory, unless `TETHER_TEST_KEEP` is set (to read the logs of a failed test).
     deinit {
-        try? FileManager.default.removeItem(atPath: path)
+        if ProcessInfo.processInfo.environment["TETHER_TEST_KEEP"] == nil {
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     public var runDirectory: RunDirectory { RunDirectory(path: path) }

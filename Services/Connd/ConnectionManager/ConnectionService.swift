@@ -99,6 +99,8 @@ actor ConnectionDriver {
     /// The open connection's writer, for outbound frames and for closing it.
     private var writer: WebSocketOutboundWriter?
     private var lastNetwork: NetworkPath?
+    /// This process's name for its connections: with the epoch, unique across restarts.
+    private let instance = UUID().uuidString.prefix(8).lowercased()
     /// The token the gateway rejected, to notice when it changes.
     private var rejectedToken: String?
 
@@ -195,7 +197,8 @@ actor ConnectionDriver {
         let state = machine.state
         phase.value = state.phase
         let status = ConnectionStatus(
-            phase: state.phase, url: configuration.url, epoch: machine.epoch, attempt: state.attempt,
+            phase: state.phase, url: configuration.url, epoch: machine.epoch,
+            connectionID: state == .connected ? "\(instance)-\(machine.epoch)" : nil, attempt: state.attempt,
             nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
             failure: state.failure, identity: configuration.credential.identity(url: configuration.url))
         do {

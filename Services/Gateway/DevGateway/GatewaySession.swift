@@ -97,7 +97,9 @@ actor GatewayConversation {
         case .ping(let envelope):
             try await link.write(String(decoding: try codec.encodePong(sequence: envelope.sequence), as: UTF8.self))
         case .sessionResume(let envelope):
-            try await resume(envelope.payload, on: link)
+            // Replayed apart, so that what the client sends meanwhile is read and acknowledged
+            // (the acknowledgements join the replay, in order).
+            Task { try? await self.resume(envelope.payload, on: link) }
         case .pong, .messageAck, .botState, .streamingChunk, .sessionResumed:
             break
         case .unknown(let type, _, _):

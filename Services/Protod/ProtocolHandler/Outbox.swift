@@ -25,6 +25,8 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public var lastSentAt: Date?
     /// The connection it was last written to.
     public var sentEpoch: Int?
+    /// The connection it was last written to, unique across connd restarts.
+    public var sentConnection: String?
 
     public var messageID: MessageID { MessageID(id) }
 }
@@ -56,6 +58,11 @@ public struct Outbox: Sendable {
                 table.column("sentEpoch", .integer)
             }
         }
+        migrator.registerMigration("add sentConnection") { db in
+            try db.alter(table: "outbox") { table in
+                table.add(column: "sentConnection", .text)
+            }
+        }
         migrator.registerMigration("create session") { db in
             // The gateway session and the last server sequence processed, for resuming it.
             try db.create(table: "session") { table in
@@ -76,7 +83,8 @@ public struct Outbox: Sendable {
             }
             let next = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox") ?? 1
             let message = OutboxMessage(
-                id: id.value, sequence: next, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil)
+                id: id.value, sequence: next, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
+                sentConnection: nil)
             try message.insert(db)
             return (message, true)
         }
@@ -92,12 +100,15 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Records that a message was written to connection `epoch`.
-    public func markSent(id: String, epoch: Int, at date: Date = Date()) async throws {
+    /// Records that a message was written to the connection `connection` (epoch `epoch`).
+    public func markSent(id: String, epoch: Int, connection: String?, at date: Date = Date()) async throws {
         try await database.write { db in
             try db.execute(
-                sql: "UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ? WHERE id = ? AND status IN ('queued', 'sent')",
-                arguments: [date, epoch, id])
+                sql: """
+                    UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
+                    WHERE id = ? AND status IN ('queued', 'sent')
+                    """,
+                arguments: [date, epoch, connection, id])
         }
     }
 

@@ -58,8 +58,12 @@ actor ProtocolEngine {
     private let logger: Logger
     private let codec = WireCodec()
 
-    /// The open connection's epoch, nil while not connected.
+    /// The open connection's epoch and unique name, nil while not connected.
     private var connectedEpoch: Int?
+    private var connectionID: String?
+    /// A flush is under way; another was asked for meanwhile.
+    private var flushing = false
+    private var flushAgain = false
     private var assembler = StreamAssembler()
     /// The user message acknowledged last: a reply that starts now answers it.
     private var lastAcknowledged: MessageID?
@@ -73,7 +77,7 @@ actor ProtocolEngine {
     private var lastSequence = 0
     /// For each open stream, the sequence of its first chunk: resuming must start before it.
     private var openStreamStarts: [MessageID: Int] = [:]
-    private var savedResumePoint: (String?, Int) = (nil, 0)
+    private var lastSaved: (String?, Int) = (nil, 0)
 
     init(bus: BusClient, outbox: Outbox, ackTimeout: Duration, logger: Logger) {
         self.bus = bus
@@ -85,14 +89,15 @@ actor ProtocolEngine {
     func start() async {
         if let saved = try? await outbox.session() {
             (sessionID, lastSequence) = saved
-            savedResumePoint = saved
+            lastSaved = saved
         }
         await publishSummary()
     }
 
-    /// Where a resume starts: after the last frame processed, but before the first chunk of
-    /// any stream still open, whose chunks this process may have lost.
-    private var resumePoint: Int {
+    /// Where a restarted protod resumes: after the last frame processed, but before the
+    /// first chunk of any stream still open, whose chunks die with this process. (A running
+    /// protod keeps its open streams and resumes right after the last frame.)
+    private var savedResumePoint: Int {
         min(lastSequence, (openStreamStarts.values.min() ?? Int.max) - 1)
     }
 
@@ -119,12 +124,13 @@ actor ProtocolEngine {
         switch message.topic {
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self) else { return countMalformed(message) }
-            let epoch = status.phase == .connected ? status.epoch : nil
-            guard epoch != connectedEpoch else { return }
-            connectedEpoch = epoch
-            guard let epoch else { return }
+            let connection = status.phase == .connected ? status.connectionID ?? "epoch-\(status.epoch)" : nil
+            guard connection != connectionID else { return }
+            connectionID = connection
+            connectedEpoch = connection == nil ? nil : status.epoch
+            guard let epoch = connectedEpoch else { return }
             // First ask for what the gateway sent while this client could not hear it.
-            let resume = SessionResume(sessionID: sessionID, lastSequence: max(0, resumePoint))
+            let resume = SessionResume(sessionID: sessionID, lastSequence: lastSequence)
             if let data = try? codec.encode(resume, type: WireMessageType.sessionResume.rawValue, sequence: 0) {
                 publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
             }
@@ -254,8 +260,22 @@ actor ProtocolEngine {
     /// Writes every message that needs it to the open connection, in order: queued ones,
     /// ones last written to an older connection, and ones whose acknowledgement is overdue.
     func flush() async {
+        // One flush at a time: two interleaved ones could write later messages before earlier ones.
+        guard !flushing else {
+            flushAgain = true
+            return
+        }
+        flushing = true
+        repeat {
+            flushAgain = false
+            await flushOnce()
+        } while flushAgain
+        flushing = false
+    }
+
+    private func flushOnce() async {
         await saveResumePoint()
-        guard let epoch = connectedEpoch else { return }
+        guard let epoch = connectedEpoch, let connection = connectionID else { return }
         let messages: [OutboxMessage]
         do {
             messages = try await outbox.pending()
@@ -266,12 +286,14 @@ actor ProtocolEngine {
         let now = Date()
         for message in messages {
             let overdue = message.lastSentAt.map { now.timeIntervalSince($0) >= ackTimeout.inSeconds } ?? true
-            guard message.status == .queued || message.sentEpoch != epoch || overdue else { continue }
+            guard message.status == .queued || message.sentConnection != connection || overdue else { continue }
+            // The connection went while this flush waited on the outbox: the next one resends.
+            guard connectionID == connection else { return }
             let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
             guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
             publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
             do {
-                try await outbox.markSent(id: message.id, epoch: epoch, at: now)
+                try await outbox.markSent(id: message.id, epoch: epoch, connection: connection, at: now)
             } catch {
                 logger.error("cannot record a send", metadata: ["message.id": "\(message.id)", "outbox.error": "\(error)"])
             }
@@ -283,11 +305,11 @@ actor ProtocolEngine {
 
     /// Saves where to resume, when it moved.
     private func saveResumePoint() async {
-        let point = (sessionID, max(0, resumePoint))
-        guard point != savedResumePoint else { return }
+        let point = (sessionID, max(0, savedResumePoint))
+        guard point != lastSaved else { return }
         do {
             try await outbox.saveSession(sessionID: point.0, lastSequence: point.1)
-            savedResumePoint = point
+            lastSaved = point
         } catch {
             logger.error("cannot save the session", metadata: ["outbox.error": "\(error)"])
         }
