@@ -110,6 +110,12 @@ extension Topic {
     public static let botState: Topic = "bot.state"
     /// Retained. The outbox at a glance. Owner: tether-protod. Body: ``OutboxSummary``.
     public static let outboxSummary: Topic = "outbox.summary"
+    /// Retained. How healthy delivery is. Owner: tether-protod. Body: ``HealthReport``.
+    public static let health: Topic = "health"
+    /// Something a person can do about a problem; the same one at most every 30 s. Owner: tether-protod. Body: ``RecoverySuggestion``.
+    public static let suggestion: Topic = "health.suggestion"
+    /// What happened inside the protocol handler. Owner: tether-protod. Body: ``DiagnosticEvent``.
+    public static let diagnostic: Topic = "diag.event"
     /// A program is alive. Every program, every second. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.

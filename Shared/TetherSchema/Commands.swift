@@ -36,10 +36,25 @@ public enum SendMessageCommand: BusCommand {
         /// Chosen by the front end; sending the same id again never sends the message twice.
         public var id: MessageID
         public var content: String
+        /// How to deliver it; queued when absent.
+        public var strategy: DeliveryStrategy?
+        /// With `latestOnly`: the kind of message, of which only the newest is kept.
+        public var kind: String?
+        /// What to do instead when `strategy` cannot deliver now (immediate while disconnected).
+        public var fallback: DeliveryStrategy?
+        /// How persistently to wait for the acknowledgement; protod's default when absent.
+        public var retry: RetryPolicy?
 
-        public init(id: MessageID, content: String) {
+        public init(
+            id: MessageID, content: String, strategy: DeliveryStrategy? = nil, kind: String? = nil, fallback: DeliveryStrategy? = nil,
+            retry: RetryPolicy? = nil
+        ) {
             self.id = id
             self.content = content
+            self.strategy = strategy
+            self.kind = kind
+            self.fallback = fallback
+            self.retry = retry
         }
     }
 
@@ -112,6 +127,93 @@ public enum ConnectionCommand: BusCommand {
         public init(accepted: Bool, phase: ConnectionPhase) {
             self.accepted = accepted
             self.phase = phase
+        }
+    }
+}
+
+/// How a message is delivered.
+public enum DeliveryStrategy: String, Codable, Sendable, CaseIterable {
+    /// Now or not at all: failed at once when there is no connection.
+    case immediate
+    /// Kept in order until delivered, across disconnects and restarts.
+    case queued
+    /// Queued, but only the newest message of its kind is kept: older ones not yet sent are cancelled.
+    case latestOnly
+}
+
+/// How persistently a message waits for the gateway's acknowledgement on an open connection:
+/// up to `attempts` writes, each given `timeout` to be acknowledged, `delay` apart. Writes
+/// made again after a reconnect do not count.
+public struct RetryPolicy: Codable, Hashable, Sendable {
+    public var attempts: Int
+    public var delayMilliseconds: Int
+    public var timeoutMilliseconds: Int
+
+    public init(attempts: Int, delayMilliseconds: Int, timeoutMilliseconds: Int) {
+        self.attempts = max(1, attempts)
+        self.delayMilliseconds = max(0, delayMilliseconds)
+        self.timeoutMilliseconds = max(1, timeoutMilliseconds)
+    }
+
+    /// 3 attempts, 200 ms apart, 10 s each.
+    public static let `default` = RetryPolicy(attempts: 3, delayMilliseconds: 200, timeoutMilliseconds: 10_000)
+    /// 5 attempts, 1 s apart, 30 s each.
+    public static let patient = RetryPolicy(attempts: 5, delayMilliseconds: 1000, timeoutMilliseconds: 30_000)
+    /// One attempt, 10 s.
+    public static let none = RetryPolicy(attempts: 1, delayMilliseconds: 0, timeoutMilliseconds: 10_000)
+
+    /// A policy by name: default, patient or none.
+    public static func named(_ name: String) -> RetryPolicy? {
+        switch name {
+        case "default": .default
+        case "patient": .patient
+        case "none": .none
+        default: nil
+        }
+    }
+}
+
+/// Cancel one message not yet delivered, or all of them.
+public enum CancelCommand: BusCommand {
+    public static let method = "cancel"
+    public static let endpoint = Endpoints.protocolHandler
+
+    public struct Request: Codable, Sendable {
+        /// The message to cancel; every pending one when nil.
+        public var id: MessageID?
+
+        public init(id: MessageID?) {
+            self.id = id
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// The messages cancelled.
+        public var cancelled: [MessageID]
+
+        public init(cancelled: [MessageID]) {
+            self.cancelled = cancelled
+        }
+    }
+}
+
+/// Ask protod to try to recover: reconnect through connd and send what is waiting.
+public enum RecoverCommand: BusCommand {
+    public static let method = "recover"
+    public static let endpoint = Endpoints.protocolHandler
+
+    public struct Request: Codable, Sendable {
+        public init() {}
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// Whether connd took the reconnect.
+        public var reconnecting: Bool
+        public var health: HealthState
+
+        public init(reconnecting: Bool, health: HealthState) {
+            self.reconnecting = reconnecting
+            self.health = health
         }
     }
 }

@@ -162,8 +162,12 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
     case sent
     /// Acknowledged by the gateway.
     case delivered
-    /// The gateway refused it, or it cannot be sent.
+    /// The gateway refused it, or it could not be sent (see the update's detail).
     case failed
+    /// Not delivered before its expiry.
+    case expired
+    /// Cancelled by a front end, or superseded by a newer message of its kind.
+    case cancelled
     /// A message from the bot, received whole.
     case received
     /// A streamed reply cut off before its final chunk.
@@ -175,9 +179,12 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
         case .queued: 0
         case .sent: 1
         case .incomplete: 2
-        case .delivered, .failed, .received: 3
+        case .delivered, .failed, .expired, .cancelled, .received: 3
         }
     }
+
+    /// Whether nothing more will happen to the message.
+    public var isFinal: Bool { rank == 3 }
 }
 
 /// One message of the conversation, as the transcript holds it.
@@ -267,5 +274,95 @@ public struct Heartbeat: Codable, Hashable, Sendable {
         self.published = published
         self.received = received
         self.dropped = dropped
+    }
+}
+
+/// How healthy delivery is, from the outcomes of the latest messages.
+public enum HealthState: String, Codable, Sendable, CaseIterable {
+    /// The latest messages were all acknowledged.
+    case healthy
+    /// One or two of the latest five were not.
+    case degraded
+    /// Three or more of the latest five were not.
+    case unhealthy
+}
+
+/// The protocol handler's health, retained on `health`.
+public struct HealthReport: Codable, Hashable, Sendable {
+    public var state: HealthState
+    /// Outcomes in the window the state is judged on.
+    public var recentSuccesses: Int
+    public var recentFailures: Int
+    public var since: Date
+
+    public init(state: HealthState, recentSuccesses: Int, recentFailures: Int, since: Date) {
+        self.state = state
+        self.recentSuccesses = recentSuccesses
+        self.recentFailures = recentFailures
+        self.since = since
+    }
+}
+
+/// How serious a suggestion is.
+public enum SuggestionSeverity: String, Codable, Sendable, CaseIterable, Comparable {
+    case minor
+    case moderate
+    case major
+    case critical
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// Something a person can do about a problem, in words.
+public struct RecoverySuggestion: Codable, Hashable, Sendable {
+    public var severity: SuggestionSeverity
+    public var text: String
+
+    public init(severity: SuggestionSeverity, text: String) {
+        self.severity = severity
+        self.text = text
+    }
+}
+
+/// What happened inside the protocol handler, for people and tools diagnosing it.
+public struct DiagnosticEvent: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        case messageSent
+        case deliveryFailed
+        case fallbackUsed
+        case queued
+        case queueFlushed
+        case queueOverflow
+        case healthChanged
+        case recoveryAttempted
+        case recoverySucceeded
+        case recoveryFailed
+    }
+
+    public var kind: Kind
+    public var messageID: MessageID?
+    /// From the first write to the acknowledgement, for `messageSent`.
+    public var durationMilliseconds: Int?
+    /// Whether the message will be tried again, for `deliveryFailed`.
+    public var willRetry: Bool?
+    /// Messages waiting, for `queued`.
+    public var queueSize: Int?
+    /// Messages written, for `queueFlushed`.
+    public var count: Int?
+    public var detail: String?
+
+    public init(
+        kind: Kind, messageID: MessageID? = nil, durationMilliseconds: Int? = nil, willRetry: Bool? = nil, queueSize: Int? = nil,
+        count: Int? = nil, detail: String? = nil
+    ) {
+        self.kind = kind
+        self.messageID = messageID
+        self.durationMilliseconds = durationMilliseconds
+        self.willRetry = willRetry
+        self.queueSize = queueSize
+        self.count = count
+        self.detail = detail
     }
 }

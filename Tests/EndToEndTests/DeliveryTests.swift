@@ -85,7 +85,8 @@ import TetherWire
 
 @Suite(.serialized) struct ManyMessagesTests {
     @Test func thousandMessagesThroughKilledConndAndDroppedConnectionsArriveOnceInOrder() async throws {
-        let set = try await ComposedSet()
+        // Room for all of them: by default the outbox keeps the newest 100.
+        let set = try await ComposedSet(environment: ["TETHER_OUTBOX_LIMIT": "2000"])
         defer { set.stop() }
         let client = try BusClient(source: "many-test", runDirectory: set.run.runDirectory, logger: Logger(label: "many-test"))
         let count = 1000

@@ -13,13 +13,14 @@ public final class ComposedSet {
     public let port: Int
     public let supervisor: ChildProcess
 
-    public init() async throws {
+    /// Starts the set; `environment` adds to or overrides the compose file's variables.
+    public init(environment: [String: String] = [:]) async throws {
         run = try TestRunDirectory()
         port = try freePort()
         supervisor = try ChildProcess(
             Programs.path("tether-compose"),
             ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory],
-            environment: ["TETHER_GATEWAY_PORT": "\(port)"],
+            environment: environment.merging(["TETHER_GATEWAY_PORT": "\(port)"]) { $1 },
             outputDirectory: run.path, name: "compose")
         let ready = await eventually(timeout: .seconds(30)) {
             guard let state = self.state() else { return false }

@@ -1,5 +1,6 @@
 public import Foundation
 public import GRDB
+public import TetherSchema
 public import TetherWire
 
 /// A message in the outbox.
@@ -11,6 +12,8 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
         case sent
         case delivered
         case failed
+        case expired
+        case cancelled
     }
 
     /// The front end's id for the message; it never changes, across retries and restarts.
@@ -27,6 +30,20 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public var sentEpoch: Int?
     /// The connection it was last written to, unique across connd restarts.
     public var sentConnection: String?
+    /// How it is delivered: immediate, queued or latestOnly.
+    public var strategy: String
+    /// With latestOnly: its kind.
+    public var kind: String?
+    /// Its retry policy.
+    public var retryAttempts: Int
+    public var retryDelayMilliseconds: Int
+    public var retryTimeoutMilliseconds: Int
+    /// Writes that went unacknowledged on an open connection.
+    public var timeouts: Int
+
+    public var retryPolicy: RetryPolicy {
+        RetryPolicy(attempts: retryAttempts, delayMilliseconds: retryDelayMilliseconds, timeoutMilliseconds: retryTimeoutMilliseconds)
+    }
 
     public var messageID: MessageID { MessageID(id) }
 }
@@ -63,6 +80,16 @@ public struct Outbox: Sendable {
                 table.add(column: "sentConnection", .text)
             }
         }
+        migrator.registerMigration("add delivery options") { db in
+            try db.alter(table: "outbox") { table in
+                table.add(column: "strategy", .text).notNull().defaults(to: "queued")
+                table.add(column: "kind", .text)
+                table.add(column: "retryAttempts", .integer).notNull().defaults(to: 3)
+                table.add(column: "retryDelayMilliseconds", .integer).notNull().defaults(to: 200)
+                table.add(column: "retryTimeoutMilliseconds", .integer).notNull().defaults(to: 10_000)
+                table.add(column: "timeouts", .integer).notNull().defaults(to: 0)
+            }
+        }
         migrator.registerMigration("create session") { db in
             // The gateway session and the last server sequence processed, for resuming it.
             try db.create(table: "session") { table in
@@ -76,7 +103,10 @@ public struct Outbox: Sendable {
 
     /// Commits a new message; returns the stored message and whether it was new (an id
     /// already in the outbox is not added twice).
-    public func enqueue(id: MessageID, content: String, at date: Date = Date()) async throws -> (OutboxMessage, inserted: Bool) {
+    public func enqueue(
+        id: MessageID, content: String, strategy: DeliveryStrategy = .queued, kind: String? = nil, retry: RetryPolicy = .default,
+        at date: Date = Date()
+    ) async throws -> (OutboxMessage, inserted: Bool) {
         try await database.write { db in
             if let existing = try OutboxMessage.fetchOne(db, key: id.value) {
                 return (existing, false)
@@ -84,9 +114,57 @@ public struct Outbox: Sendable {
             let next = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox") ?? 1
             let message = OutboxMessage(
                 id: id.value, sequence: next, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
-                sentConnection: nil)
+                sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
+                retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0)
             try message.insert(db)
             return (message, true)
+        }
+    }
+
+    /// Ends messages still pending with a final status; returns the ids it changed.
+    @discardableResult
+    public func finish(_ ids: [String], as status: OutboxMessage.Status) async throws -> [String] {
+        try await database.write { db in
+            var changed: [String] = []
+            for id in ids {
+                try db.execute(
+                    sql: "UPDATE outbox SET status = ? WHERE id = ? AND status IN ('queued', 'sent')", arguments: [status.rawValue, id])
+                if db.changesCount > 0 { changed.append(id) }
+            }
+            return changed
+        }
+    }
+
+    /// Pending messages created before `date`, oldest first.
+    public func pendingCreated(before date: Date) async throws -> [String] {
+        try await database.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM outbox WHERE status IN ('queued', 'sent') AND createdAt < ? ORDER BY sequence", arguments: [date])
+        }
+    }
+
+    /// The oldest pending messages beyond the newest `limit`.
+    public func pendingBeyond(limit: Int) async throws -> [String] {
+        try await database.read { db in
+            let pending = try String.fetchAll(db, sql: "SELECT id FROM outbox WHERE status IN ('queued', 'sent') ORDER BY sequence")
+            return Array(pending.dropLast(max(0, limit)))
+        }
+    }
+
+    /// Queued (not yet written) messages of `kind` older than `id`.
+    public func queued(kind: String, olderThan sequence: Int) async throws -> [String] {
+        try await database.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM outbox WHERE status = 'queued' AND kind = ? AND sequence < ? ORDER BY sequence",
+                arguments: [kind, sequence])
+        }
+    }
+
+    /// Counts an unacknowledged write; returns the count so far.
+    public func recordTimeout(id: String) async throws -> Int {
+        try await database.write { db in
+            try db.execute(sql: "UPDATE outbox SET timeouts = timeouts + 1 WHERE id = ?", arguments: [id])
+            return try Int.fetchOne(db, sql: "SELECT timeouts FROM outbox WHERE id = ?", arguments: [id]) ?? 0
         }
     }
 

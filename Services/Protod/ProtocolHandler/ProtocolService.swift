@@ -2,36 +2,62 @@ import Foundation
 public import Logging
 public import ServiceLifecycle
 public import TetherBus
-import TetherSchema
+public import TetherSchema
 import TetherService
 import TetherWire
 
+/// How protod keeps its outbox.
+public struct ProtocolSettings: Sendable {
+    /// The retry policy of a message that names none.
+    public var defaultRetry: RetryPolicy
+    /// At most this many messages wait; the oldest is dropped for a new one.
+    public var maximumPending: Int
+    /// A message not delivered this long after it was accepted expires.
+    public var expiry: Duration
+    /// How often the outbox is checked for messages to write, retry or expire.
+    public var tick: Duration
+
+    public init(defaultRetry: RetryPolicy = .default, maximumPending: Int = 100, expiry: Duration = .seconds(3600), tick: Duration = .milliseconds(250)) {
+        self.defaultRetry = defaultRetry
+        self.maximumPending = max(1, maximumPending)
+        self.expiry = expiry
+        self.tick = tick
+    }
+}
+
 /// The protocol handler: turns send commands into chat messages through the durable
-/// outbox, tracks their acknowledgements, assembles streamed replies, answers pings, and
-/// publishes the conversation on the bus.
+/// outbox, tracks their acknowledgements, assembles streamed replies, answers pings,
+/// judges health, and publishes the conversation, suggestions and diagnostics on the bus.
 public struct ProtocolService: Service {
     private let bus: BusClient
     private let engine: ProtocolEngine
+    private let settings: ProtocolSettings
     private let logger: Logger
 
-    /// - Parameters:
-    ///   - ackTimeout: how long a sent message waits for its acknowledgement before it is written again.
-    public init(bus: BusClient, outbox: Outbox, ackTimeout: Duration = .seconds(5), logger: Logger) {
+    public init(bus: BusClient, outbox: Outbox, settings: ProtocolSettings = ProtocolSettings(), logger: Logger) {
         self.bus = bus
         self.logger = logger
-        self.engine = ProtocolEngine(bus: bus, outbox: outbox, ackTimeout: ackTimeout, logger: logger)
+        self.settings = settings
+        self.engine = ProtocolEngine(bus: bus, outbox: outbox, settings: settings, logger: logger)
     }
 
     public func run() async throws {
         let commands = try await bus.serve(endpoint: SendMessageCommand.endpoint)
-        let inbound = try await bus.subscribe(to: [Topic.connectionState.name, Topic.wireInbound.name])
+        let inbound = try await bus.subscribe(to: [Topic.connectionState.name, Topic.wireInbound.name, Topic.networkPath.name])
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let engine = self.engine
         builder.on(SendMessageCommand.self) { request in
             try await engine.send(request)
         }
+        builder.on(CancelCommand.self) { request in
+            try await engine.cancel(request.id)
+        }
+        builder.on(RecoverCommand.self) { _ in
+            await engine.attemptRecovery()
+        }
         await engine.start()
         let dispatcher = builder
+        let tick = settings.tick
         await withDiscardingTaskGroup { group in
             group.addTask { await dispatcher.run(commands) }
             group.addTask {
@@ -40,7 +66,7 @@ public struct ProtocolService: Service {
                 }
             }
             group.addTask {
-                for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
+                for await _ in AsyncTimerSequence.repeating(every: tick) {
                     await engine.flush()
                 }
             }
@@ -54,9 +80,13 @@ public struct ProtocolService: Service {
 actor ProtocolEngine {
     private let bus: BusClient
     private let outbox: Outbox
-    private let ackTimeout: Duration
+    private let settings: ProtocolSettings
     private let logger: Logger
     private let codec = WireCodec()
+    private var health = HealthMonitor()
+    private var suggestions = SuggestionBook()
+    /// Messages waiting, as last counted; the outbox is read on a tick only when some are.
+    private var pendingCount = 0
 
     /// The open connection's epoch and unique name, nil while not connected.
     private var connectedEpoch: Int?
@@ -79,10 +109,10 @@ actor ProtocolEngine {
     private var openStreamStarts: [MessageID: Int] = [:]
     private var lastSaved: (String?, Int) = (nil, 0)
 
-    init(bus: BusClient, outbox: Outbox, ackTimeout: Duration, logger: Logger) {
+    init(bus: BusClient, outbox: Outbox, settings: ProtocolSettings, logger: Logger) {
         self.bus = bus
         self.outbox = outbox
-        self.ackTimeout = ackTimeout
+        self.settings = settings
         self.logger = logger
     }
 
@@ -91,6 +121,7 @@ actor ProtocolEngine {
             (sessionID, lastSequence) = saved
             lastSaved = saved
         }
+        try? bus.retain(health.report, on: .health)
         await publishSummary()
     }
 
@@ -106,16 +137,80 @@ actor ProtocolEngine {
     /// Commits a message to the outbox, then answers; sends it at once if connected.
     func send(_ request: SendMessageCommand.Request) async throws -> SendMessageCommand.Reply {
         guard !request.content.isEmpty else { throw CommandError("the message is empty") }
-        let (message, inserted) = try await outbox.enqueue(id: request.id, content: request.content)
+        var strategy = request.strategy ?? .queued
+        if strategy == .immediate && connectedEpoch == nil, let fallback = request.fallback, fallback != .immediate {
+            diagnose(DiagnosticEvent(kind: .fallbackUsed, messageID: request.id, detail: "not connected: \(fallback.rawValue) instead of immediate"))
+            strategy = fallback
+        }
+        guard strategy != .latestOnly || request.kind != nil else { throw CommandError("latestOnly needs a kind") }
+        let (message, inserted) = try await outbox.enqueue(
+            id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
         if inserted {
             logger.info("message queued", metadata: ["message.id": "\(message.id)", "message.sequence": "\(message.sequence)"])
             publish(TranscriptEntry(id: request.id, sender: .user, content: message.content, timestamp: message.createdAt, status: .queued), on: .conversationMessage)
             publish(DeliveryUpdate(id: request.id, status: .queued), on: .conversationDelivery)
+            if strategy == .immediate && connectedEpoch == nil {
+                await finish([message.id], as: .failed, detail: "not connected, and the message was to be sent immediately")
+            }
+            if strategy == .latestOnly, let kind = request.kind {
+                let superseded = try await outbox.queued(kind: kind, olderThan: message.sequence)
+                await finish(superseded, as: .cancelled, detail: "superseded by a newer \(kind) message")
+            }
+            let overflow = try await outbox.pendingBeyond(limit: settings.maximumPending)
+            if !overflow.isEmpty {
+                await finish(overflow, as: .failed, detail: "dropped: the outbox holds at most \(settings.maximumPending) messages")
+                diagnose(DiagnosticEvent(kind: .queueOverflow, count: overflow.count, detail: "dropped the oldest to make room"))
+                suggest(Suggestions.outboxFull)
+            }
             await publishSummary()
+            diagnose(DiagnosticEvent(kind: .queued, messageID: request.id, queueSize: pendingCount))
             await flush()
         }
         let current = try await outbox.message(id: message.id) ?? message
         return SendMessageCommand.Reply(id: request.id, status: DeliveryStatus(current.status), accepted: inserted)
+    }
+
+    /// Cancels one pending message, or all of them.
+    func cancel(_ id: MessageID?) async throws -> CancelCommand.Reply {
+        let ids: [String]
+        if let id {
+            ids = [id.value]
+        } else {
+            ids = try await outbox.pendingBeyond(limit: 0)
+        }
+        let cancelled = await finish(ids, as: .cancelled, detail: "cancelled")
+        await publishSummary()
+        return CancelCommand.Reply(cancelled: cancelled.map(MessageID.init))
+    }
+
+    /// Asks connd to reconnect now and sends what is waiting.
+    func attemptRecovery() async -> RecoverCommand.Reply {
+        diagnose(DiagnosticEvent(kind: .recoveryAttempted))
+        do {
+            let reply = try await bus.request(ConnectionCommand.self, .init(action: .reconnect), timeout: .seconds(2), attempts: 2)
+            diagnose(DiagnosticEvent(kind: reply.accepted ? .recoverySucceeded : .recoveryFailed, detail: "the connection is \(reply.phase.rawValue)"))
+            await flush()
+            return RecoverCommand.Reply(reconnecting: reply.accepted, health: health.state)
+        } catch {
+            diagnose(DiagnosticEvent(kind: .recoveryFailed, detail: "\(error)"))
+            return RecoverCommand.Reply(reconnecting: false, health: health.state)
+        }
+    }
+
+    /// Ends messages with a final status and says so on the bus; returns the ids it ended.
+    @discardableResult
+    private func finish(_ ids: [String], as status: OutboxMessage.Status, detail: String) async -> [String] {
+        guard !ids.isEmpty else { return [] }
+        do {
+            let ended = try await outbox.finish(ids, as: status)
+            for id in ended {
+                publish(DeliveryUpdate(id: MessageID(id), status: DeliveryStatus(status), detail: detail), on: .conversationDelivery)
+            }
+            return ended
+        } catch {
+            logger.error("cannot update the outbox", metadata: ["outbox.error": "\(error)"])
+            return []
+        }
     }
 
     // MARK: Bus input
@@ -124,6 +219,7 @@ actor ProtocolEngine {
         switch message.topic {
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self) else { return countMalformed(message) }
+            if let suggestion = Suggestions.forConnection(status) { suggest(suggestion) }
             let connection = status.phase == .connected ? status.connectionID ?? "epoch-\(status.epoch)" : nil
             guard connection != connectionID else { return }
             connectionID = connection
@@ -138,6 +234,9 @@ actor ProtocolEngine {
         case .wireInbound:
             guard let frame = try? message.decode(WireFrame.self) else { return countMalformed(message) }
             await handle(frame)
+        case .networkPath:
+            guard let path = try? message.decode(NetworkPath.self) else { return countMalformed(message) }
+            if !path.satisfied { suggest(Suggestions.checkNetwork) }
         default:
             break
         }
@@ -191,10 +290,15 @@ actor ProtocolEngine {
                 lastAcknowledged = ack.messageID
                 if try await outbox.markDelivered(id: ack.messageID.value) {
                     publish(DeliveryUpdate(id: ack.messageID, status: .delivered), on: .conversationDelivery)
+                    let accepted = try await outbox.message(id: ack.messageID.value)?.createdAt ?? Date()
+                    diagnose(DiagnosticEvent(kind: .messageSent, messageID: ack.messageID, durationMilliseconds: Int(Date().timeIntervalSince(accepted) * 1000)))
+                    recordOutcome(success: true)
                     await publishSummary()
                 }
             } else if try await outbox.markFailed(id: ack.messageID.value) {
                 publish(DeliveryUpdate(id: ack.messageID, status: .failed, detail: "the gateway refused the message"), on: .conversationDelivery)
+                diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: ack.messageID, willRetry: false, detail: "the gateway refused it"))
+                recordOutcome(success: false)
                 await publishSummary()
             }
         } catch {
@@ -275,6 +379,8 @@ actor ProtocolEngine {
 
     private func flushOnce() async {
         await saveResumePoint()
+        guard pendingCount > 0 else { return }
+        await expireOld()
         guard let epoch = connectedEpoch, let connection = connectionID else { return }
         let messages: [OutboxMessage]
         do {
@@ -284,14 +390,33 @@ actor ProtocolEngine {
             return
         }
         let now = Date()
+        var written = 0
         for message in messages {
-            let overdue = message.lastSentAt.map { now.timeIntervalSince($0) >= ackTimeout.inSeconds } ?? true
-            guard message.status == .queued || message.sentConnection != connection || overdue else { continue }
-            // The connection went while this flush waited on the outbox: the next one resends.
-            guard connectionID == connection else { return }
+            let policy = message.retryPolicy
+            if message.status == .sent && message.sentConnection == connection {
+                // Written on this connection: wait for the ack, then retry or give up by the policy.
+                guard let lastSent = message.lastSentAt else { continue }
+                let waited = now.timeIntervalSince(lastSent) * 1000
+                guard waited >= Double(policy.timeoutMilliseconds + policy.delayMilliseconds) else { continue }
+                let timeouts = (try? await outbox.recordTimeout(id: message.id)) ?? policy.attempts
+                let willRetry = timeouts < policy.attempts
+                diagnose(
+                    DiagnosticEvent(
+                        kind: .deliveryFailed, messageID: message.messageID, willRetry: willRetry,
+                        detail: "no acknowledgement within \(policy.timeoutMilliseconds) ms (attempt \(timeouts) of \(policy.attempts))"))
+                recordOutcome(success: false)
+                guard willRetry else {
+                    await finish([message.id], as: .failed, detail: "the gateway did not acknowledge it after \(policy.attempts) attempts")
+                    suggest(Suggestions.messagesNotAcknowledged)
+                    continue
+                }
+            }
             let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
             guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
+            // The connection went while this flush waited on the outbox: the next one resends.
+            guard connectionID == connection else { return }
             publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
+            written += 1
             do {
                 try await outbox.markSent(id: message.id, epoch: epoch, connection: connection, at: now)
             } catch {
@@ -301,6 +426,33 @@ actor ProtocolEngine {
                 publish(DeliveryUpdate(id: message.messageID, status: .sent), on: .conversationDelivery)
             }
         }
+        if written > 0 {
+            diagnose(DiagnosticEvent(kind: .queueFlushed, count: written))
+            await publishSummary()
+        }
+    }
+
+    /// Expires messages not delivered within the expiry.
+    private func expireOld() async {
+        guard let old = try? await outbox.pendingCreated(before: Date().addingTimeInterval(-settings.expiry.inSeconds)), !old.isEmpty else { return }
+        await finish(old, as: .expired, detail: "not delivered within \(settings.expiry)")
+        await publishSummary()
+    }
+
+    private func recordOutcome(success: Bool) {
+        guard let changed = health.record(success: success) else { return }
+        logger.notice("health \(changed.rawValue)")
+        try? bus.retain(health.report, on: .health)
+        diagnose(DiagnosticEvent(kind: .healthChanged, detail: changed.rawValue))
+    }
+
+    private func suggest(_ suggestion: RecoverySuggestion) {
+        guard suggestions.offer(suggestion) else { return }
+        publish(suggestion, on: .suggestion)
+    }
+
+    private func diagnose(_ event: DiagnosticEvent) {
+        publish(event, on: .diagnostic)
     }
 
     /// Saves where to resume, when it moved.
@@ -327,6 +479,7 @@ actor ProtocolEngine {
 
     private func publishSummary() async {
         guard let pending = try? await outbox.pendingCount() else { return }
+        pendingCount = pending
         try? bus.retain(OutboxSummary(pending: pending), on: .outboxSummary)
     }
 }
@@ -338,6 +491,8 @@ extension DeliveryStatus {
         case .sent: self = .sent
         case .delivered: self = .delivered
         case .failed: self = .failed
+        case .expired: self = .expired
+        case .cancelled: self = .cancelled
         }
     }
 }

@@ -35,10 +35,19 @@ public struct Conversation: Sendable {
     /// Sends `text` and waits, up to `timeout`, for its acknowledgement and the bot's reply.
     ///
     /// Subscribes before sending so no event is missed; the send itself is a command to
-    /// tether-protod, answered once the message is committed to its outbox.
-    public func send(_ text: String, id: MessageID = .random(), timeout: Duration) async throws -> SendOutcome {
+    /// tether-protod, answered once the message is committed to its outbox. `options`
+    /// carries the strategy, kind, fallback and retry policy.
+    public func send(
+        _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration
+    ) async throws -> SendOutcome {
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
-        let accepted = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
+        var request = options ?? SendMessageCommand.Request(id: id, content: text)
+        request.id = id
+        request.content = text
+        let accepted = try await bus.request(SendMessageCommand.self, request)
+        if accepted.status == .failed || accepted.status == .cancelled {
+            return .failed("the message was \(accepted.status.rawValue) at once (strategy \(request.strategy?.rawValue ?? "queued"))")
+        }
         let tracker = SendTracker(id: id, initial: accepted.status)
         return try await withThrowingTaskGroup(of: SendOutcome?.self) { group in
             group.addTask {
@@ -56,6 +65,26 @@ public struct Conversation: Sendable {
             group.cancelAll()
             if let first { return first }
             return await tracker.timedOut(bus: bus)
+        }
+    }
+
+    /// Waits up to `timeout` for the connection to the gateway to be open; false when it is not.
+    public func waitForConnection(timeout: Duration) async throws -> Bool {
+        let states = try await bus.subscribe(to: [Topic.connectionState.name], confirm: true)
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await message in states {
+                    if (try? message.decode(ConnectionStatus.self))?.phase == .connected { return true }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 
@@ -81,7 +110,9 @@ struct SendTracker: Sendable {
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), update.id == id else { return nil }
             if update.status.rank >= status.rank { status = update.status }
-            if update.status == .failed { return .failed(update.detail ?? "the gateway refused the message") }
+            if update.status == .failed || update.status == .expired || update.status == .cancelled {
+                return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
+            }
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id, entry.status == .received else { return nil }
             // A reply implies the message was delivered, even if its acknowledgement event was missed.

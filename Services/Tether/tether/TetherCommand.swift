@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Foundation
 import FrontEnd
 import Logging
@@ -12,7 +12,7 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Send.self, Watch.self, Status.self, Reconnect.self, Suspend.self, Resume.self]
+        subcommands: [Send.self, Watch.self, Status.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self]
     )
 }
 
@@ -48,17 +48,42 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the acknowledgement and the reply.")
     var timeout: Double = 30
 
+    @Option(help: "Delivery: queued (kept until delivered, the default), immediate (fail at once when not connected) or latestOnly (only the newest of --kind is kept).")
+    var strategy: DeliveryStrategy = .queued
+
+    @Option(help: "With --strategy latestOnly: the kind of message.")
+    var kind: String?
+
+    @Option(help: "With --strategy immediate: what to do instead when not connected (queued or latestOnly).")
+    var fallback: DeliveryStrategy?
+
+    @Option(help: "Retry policy: default (3 attempts, 200 ms apart, 10 s each), patient (5, 1 s, 30 s) or none.")
+    var retry: String?
+
+    @Option(help: "Seconds to wait for a connection before sending; fails with exit code 1 if none comes.")
+    var wait: Double?
+
     func validate() throws {
         guard !text.joined().trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the message is empty") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        if strategy == .latestOnly && kind == nil { throw ValidationError("--strategy latestOnly needs --kind") }
+        if let retry, RetryPolicy.named(retry) == nil { throw ValidationError("--retry must be default, patient or none") }
+        if let wait, wait <= 0 { throw ValidationError("--wait must be positive") }
     }
 
     func run() async throws {
         let bus = try openBus(options)
         defer { Task { await bus.close() } }
         let outcome: SendOutcome
+        let conversation = Conversation(bus: bus)
+        let request = SendMessageCommand.Request(
+            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry.flatMap(RetryPolicy.named))
         do {
-            outcome = try await Conversation(bus: bus).send(text.joined(separator: " "), timeout: .milliseconds(Int(timeout * 1000)))
+            if let wait, try await !conversation.waitForConnection(timeout: .milliseconds(Int(wait * 1000))) {
+                FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
+                throw ExitCode(1)
+            }
+            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000)))
         } catch let error as BusError {
             throw error.isUnreachable ? exitNotRunning(error) : error
         }
@@ -209,4 +234,34 @@ struct Resume: ConnectionControl {
     static let configuration = CommandConfiguration(abstract: "Connect again after a suspend, with the same identity and credential.")
     static let action = ConnectionCommand.Action.resume
     @OptionGroup var options: ProgramOptions
+}
+
+extension DeliveryStrategy: ArgumentParser.ExpressibleByArgument {}
+
+struct Cancel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Cancel a message not yet delivered, or all of them.")
+
+    @OptionGroup var options: ProgramOptions
+
+    @Argument(help: "The message id (from tether watch --json); omit with --all.")
+    var id: String?
+
+    @Flag(help: "Cancel every message not yet delivered.")
+    var all = false
+
+    func validate() throws {
+        guard (id != nil) != all else { throw ValidationError("give a message id or --all, not both") }
+    }
+
+    func run() async throws {
+        let bus = try openBus(options)
+        let reply: CancelCommand.Reply
+        do {
+            reply = try await bus.request(CancelCommand.self, .init(id: id.map(MessageID.init)))
+        } catch {
+            throw error.isUnreachable ? exitNotRunning(error) : error
+        }
+        await bus.close()
+        print(reply.cancelled.isEmpty ? "nothing to cancel" : "cancelled \(reply.cancelled.count) message\(reply.cancelled.count == 1 ? "" : "s")")
+    }
 }
