@@ -83,6 +83,28 @@ import TetherWire
     }
 }
 
+extension DeliveryTests {
+    @Test func replyCutByAGatewayRestartIsMarkedIncomplete() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "delivery-test", runDirectory: set.run.runDirectory, logger: Logger(label: "delivery-test"))
+        let stream = try await BusRecorder<StreamProgress>(bus: client, topic: .conversationStream)
+        let words = (1...300).map { "w\($0)" }
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "40", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
+        _ = try await stream.waitFor { $0.chunkIndex >= 5 }
+        // The gateway dies with the rest of the reply; compose starts a new one, which knows nothing of it.
+        kill(try #require(set.pid(of: "gateway")), SIGKILL)
+        let status = try send.waitForExit(timeout: .seconds(40))
+        #expect(status == 3, "tether send: \(send.standardError)")
+        #expect(send.standardError.contains("cut off"))
+        #expect(send.standardOutput.hasPrefix("You said: w1 w2 w3 w4"))
+        let transcript = try await client.request(TranscriptCommand.self, .init(limit: 10)).entries
+        #expect(transcript.contains { $0.status == .incomplete })
+        await client.close()
+    }
+}
+
 @Suite(.serialized) struct ManyMessagesTests {
     @Test func thousandMessagesThroughKilledConndAndDroppedConnectionsArriveOnceInOrder() async throws {
         // Room for all of them: by default the outbox keeps the newest 100.

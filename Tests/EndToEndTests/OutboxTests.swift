@@ -30,6 +30,9 @@ import TetherWire
         #expect(dropped.value.detail?.contains("at most 3") == true)
         _ = try await diagnostics.waitFor { $0.kind == .queueOverflow && $0.count == 1 }
         _ = try await suggestions.waitFor { $0.severity == .minor && $0.text.contains("outbox is full") }
+        // The queued diagnostic of the fourth message follows its overflow.
+        let fourthQueued = await eventually { await diagnostics.entries.filter { $0.value.kind == .queued }.count == 4 }
+        #expect(fourthQueued)
         #expect(await diagnostics.entries.filter { $0.value.kind == .queued }.map(\.value.queueSize).last == 3)
 
         // Cancel one, then all.
@@ -94,6 +97,10 @@ import TetherWire
         }
         _ = try await health.waitFor { $0.state == .degraded }
         _ = try await health.waitFor { $0.state == .unhealthy }
+        // Each recorder reads its own subscription: give the others a moment to catch up.
+        _ = await eventually { await diagnostics.entries.filter { $0.value.kind == .deliveryFailed }.count >= 3 }
+        _ = await eventually { await !suggestions.entries.isEmpty }
+        try await Task.sleep(for: .milliseconds(300))
         let failures = await diagnostics.entries.filter { $0.value.kind == .deliveryFailed }
         #expect(failures.count >= 3)
         #expect(failures.allSatisfy { $0.value.willRetry == false })
@@ -108,8 +115,10 @@ import TetherWire
             #expect(send.status == 0, "\(send.standardError)")
         }
         _ = try await health.waitFor { $0.state == .healthy && $0.recentFailures == 0 }
+        // Each recorder reads its own subscription: the diagnostics may trail the health report a little.
+        let allSent = await eventually { await diagnostics.entries.filter { $0.value.kind == .messageSent }.count >= 5 }
+        #expect(allSent)
         let sent = await diagnostics.entries.filter { $0.value.kind == .messageSent }
-        #expect(sent.count >= 5)
         #expect(sent.allSatisfy { $0.value.durationMilliseconds != nil })
         _ = try await diagnostics.waitFor { $0.kind == .healthChanged && $0.detail == "healthy" }
         await bus.close()

@@ -9,6 +9,8 @@ public enum SendOutcome: Sendable, Equatable {
     case replied(TranscriptEntry)
     /// Delivered; no whole reply within the time allowed.
     case deliveredWithoutReply
+    /// Delivered; the reply was cut off and will not be completed (the gateway lost it).
+    case replyIncomplete(TranscriptEntry)
     /// Committed to the outbox but not acknowledged within the time allowed; it stays queued.
     case notDelivered(DeliveryStatus)
     /// The gateway refused it.
@@ -18,7 +20,7 @@ public enum SendOutcome: Sendable, Equatable {
     public var exitCode: Int32 {
         switch self {
         case .replied: 0
-        case .deliveredWithoutReply: 3
+        case .deliveredWithoutReply, .replyIncomplete: 3
         case .notDelivered, .failed: 1
         }
     }
@@ -114,9 +116,13 @@ struct SendTracker: Sendable {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
         case .conversationMessage:
-            guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id, entry.status == .received else { return nil }
+            guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id else { return nil }
             // A reply implies the message was delivered, even if its acknowledgement event was missed.
-            return .replied(entry)
+            switch entry.status {
+            case .received: return .replied(entry)
+            case .incomplete: return .replyIncomplete(entry)
+            default: return nil
+            }
         default:
             break
         }

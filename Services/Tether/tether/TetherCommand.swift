@@ -35,8 +35,9 @@ struct Send: AsyncParsableCommand {
         abstract: "Send a message and print the bot's reply.",
         discussion: """
             Exit codes: 0 delivered and the reply printed; 1 not delivered in time (it stays queued \
-            and is sent when the connection returns) or refused; 3 delivered but no whole reply in \
-            time; 4 the set is not running.
+            and is sent when the connection returns), refused, expired or cancelled; 3 delivered but \
+            no whole reply (none in time, or one cut off, printed as far as it came); 4 the set is \
+            not running.
             """
     )
 
@@ -92,6 +93,9 @@ struct Send: AsyncParsableCommand {
             print(entry.content)
         case .deliveredWithoutReply:
             FileHandle.standardError.write(Data("tether: delivered, but no whole reply within \(timeout) s\n".utf8))
+        case .replyIncomplete(let entry):
+            print(entry.content)
+            FileHandle.standardError.write(Data("tether: delivered, but the reply was cut off (the gateway lost the rest)\n".utf8))
         case .notDelivered(let status):
             FileHandle.standardError.write(
                 Data("tether: not delivered within \(timeout) s (the message is \(status.rawValue); it will be sent when the gateway is reachable)\n".utf8))
