@@ -144,7 +144,7 @@ let package = Package(
         )
         + program(
             "tether-netmon", library: "NetworkMonitor", folder: "Netmon",
-            dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle]
+            dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle]
         )
         + program(
             "tether", library: "FrontEnd", folder: "Tether",

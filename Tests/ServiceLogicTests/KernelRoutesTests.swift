@@ -6,7 +6,9 @@ import TetherTesting
 
 /// The path read from procfs and sysfs, on fixture trees.
 @Suite struct KernelRoutesTests {
-    private func fixture(route: String, ipv6: String = "", interfaces: [String: [String: String]]) throws -> (TestRunDirectory, KernelRoutes) {
+    private func fixture(
+        route: String, ipv6: String = "", interfaces: [String: [String: String]], addressed: Set<String>? = nil
+    ) throws -> (TestRunDirectory, KernelRoutes) {
         let root = try TestRunDirectory()
         let fileManager = FileManager.default
         try fileManager.createDirectory(atPath: root.path + "/proc/net", withIntermediateDirectories: true)
@@ -23,7 +25,8 @@ import TetherTesting
                 }
             }
         }
-        return (root, KernelRoutes(procRoot: root.path + "/proc", sysRoot: root.path + "/sys"))
+        let withAddresses = addressed ?? Set(interfaces.keys)
+        return (root, KernelRoutes(procRoot: root.path + "/proc", sysRoot: root.path + "/sys", hasUsableAddress: { withAddresses.contains($0) }))
     }
 
     private let header = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
@@ -76,6 +79,16 @@ import TetherTesting
         withExtendedLifetime(root) {
             #expect(routes.currentPath().interface == "eth1")
             #expect(routes.currentPath().satisfied)
+        }
+    }
+
+    @Test func upButWithoutAnAddress() throws {
+        let (root, routes) = try fixture(
+            route: header + "eth0\t00000000\t0100A8C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n",
+            interfaces: ["eth0": ["operstate": "up", "type": "1"]], addressed: [])
+        withExtendedLifetime(root) {
+            #expect(routes.currentPath().satisfied == false)
+            #expect(routes.currentPath().reason == "interface eth0 has no usable address")
         }
     }
 

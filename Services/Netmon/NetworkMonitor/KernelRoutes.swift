@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 public import TetherSchema
 
 /// Reads the network path from the kernel's routing tables (`/proc/net/route`,
@@ -7,10 +10,13 @@ public struct KernelRoutes: Sendable {
     /// Where procfs and sysfs are mounted; tests point these at fixtures.
     public var procRoot: String
     public var sysRoot: String
+    /// Whether an interface has an address traffic can use; tests replace the live check.
+    public var hasUsableAddress: @Sendable (String) -> Bool
 
-    public init(procRoot: String = "/proc", sysRoot: String = "/sys") {
+    public init(procRoot: String = "/proc", sysRoot: String = "/sys", hasUsableAddress: @escaping @Sendable (String) -> Bool = InterfaceAddresses.hasUsableAddress) {
         self.procRoot = procRoot
         self.sysRoot = sysRoot
+        self.hasUsableAddress = hasUsableAddress
     }
 
     /// A default route: its interface and metric.
@@ -28,12 +34,13 @@ public struct KernelRoutes: Sendable {
         guard !routes.isEmpty else {
             return NetworkPath(satisfied: false, interface: nil, kind: nil, expensive: false, reason: "no default route")
         }
-        for route in routes where isUp(route.interface) {
+        for route in routes where isUp(route.interface) && hasUsableAddress(route.interface) {
             let kind = kind(of: route.interface)
             return NetworkPath(satisfied: true, interface: route.interface, kind: kind, expensive: kind == .cellular)
         }
         let first = routes[0].interface
-        return NetworkPath(satisfied: false, interface: first, kind: kind(of: first), expensive: false, reason: "interface \(first) is down")
+        let reason = isUp(first) ? "interface \(first) has no usable address" : "interface \(first) is down"
+        return NetworkPath(satisfied: false, interface: first, kind: kind(of: first), expensive: false, reason: reason)
     }
 
     func defaultRoutes() -> [DefaultRoute] {
@@ -96,5 +103,32 @@ public struct KernelRoutes: Sendable {
         case "519", "530": return .cellular  // ARPHRD_RAWIP, ARPHRD_NONE used by some modems
         default: return .other
         }
+    }
+}
+
+/// The addresses of the machine's interfaces, from getifaddrs.
+public enum InterfaceAddresses {
+    /// True when `interface` has an IPv4 address outside 169.254/16, or an IPv6 address
+    /// outside fe80::/10: one that can reach beyond the link.
+    @Sendable public static func hasUsableAddress(_ interface: String) -> Bool {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return false }
+        defer { freeifaddrs(list) }
+        var entry: UnsafeMutablePointer<ifaddrs>? = first
+        while let current = entry {
+            defer { entry = current.pointee.ifa_next }
+            guard let name = current.pointee.ifa_name, String(cString: name) == interface, let address = current.pointee.ifa_addr else { continue }
+            switch Int32(address.pointee.sa_family) {
+            case AF_INET:
+                let ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) }
+                if ipv4 >> 16 != 0xA9FE { return true }
+            case AF_INET6:
+                let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr.__in6_u.__u6_addr8 }
+                if !(bytes.0 == 0xFE && bytes.1 & 0xC0 == 0x80) { return true }
+            default:
+                continue
+            }
+        }
+        return false
     }
 }

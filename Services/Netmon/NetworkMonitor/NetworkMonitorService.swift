@@ -5,28 +5,49 @@ import TetherSchema
 import TetherService
 
 /// Publishes the network path as the retained `net.path` topic, and again at every change.
+///
+/// The kernel says when links, addresses or routes change (rtnetlink); a burst of its
+/// messages is coalesced for `coalescing` (50 ms) before the path is read again. Where
+/// rtnetlink cannot be opened, the path is read every `pollInterval` instead.
 public struct NetworkMonitorService: Service {
     private let bus: BusClient
     private let routes: KernelRoutes
-    private let interval: Duration
+    private let coalescing: Duration
+    private let pollInterval: Duration
     private let logger: Logger
 
-    /// - Parameter interval: how often the kernel's tables are read.
-    public init(bus: BusClient, routes: KernelRoutes = KernelRoutes(), interval: Duration = .milliseconds(500), logger: Logger) {
+    public init(
+        bus: BusClient, routes: KernelRoutes = KernelRoutes(), coalescing: Duration = .milliseconds(50), pollInterval: Duration = .seconds(1),
+        logger: Logger
+    ) {
         self.bus = bus
         self.routes = routes
-        self.interval = interval
+        self.coalescing = coalescing
+        self.pollInterval = pollInterval
         self.logger = logger
     }
 
     public func run() async throws {
         var last = routes.currentPath()
         publish(last)
-        for await _ in AsyncTimerSequence.repeating(every: interval).cancelOnGracefulShutdown() {
+        let check = { (last: inout NetworkPath) in
             let path = routes.currentPath()
-            guard path != last else { continue }
+            guard path != last else { return }
             last = path
             publish(path)
+        }
+        do {
+            let kernel = try RouteEvents()
+            defer { kernel.stop() }
+            for await _ in kernel.events.cancelOnGracefulShutdown() {
+                try? await Task.sleep(for: coalescing)
+                check(&last)
+            }
+        } catch {
+            logger.warning("rtnetlink is not available: reading the routes every \(pollInterval) instead", metadata: ["net.error": "\(error)"])
+            for await _ in AsyncTimerSequence.repeating(every: pollInterval).cancelOnGracefulShutdown() {
+                check(&last)
+            }
         }
     }
 

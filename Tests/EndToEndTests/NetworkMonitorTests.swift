@@ -1,0 +1,47 @@
+import Foundation
+import Logging
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+
+/// tether-netmon in a network namespace made by the test, watching real kernel changes.
+@Suite(.serialized, .enabled(if: NetworkNamespace.unavailableReason == nil, "\(NetworkNamespace.unavailableReason ?? "")"))
+struct NetworkMonitorTests {
+    @Test func everyTransitionAppearsOnTheBus() async throws {
+        let run = try TestRunDirectory()
+        let namespace = try NetworkNamespace()
+        let bus = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path)
+        defer { bus.stop() }
+        let client = try BusClient(source: "netmon-test", runDirectory: run.runDirectory, logger: Logger(label: "netmon-test"))
+        let paths = try await BusRecorder<NetworkPath>(bus: client, topic: .networkPath)
+        let (executable, arguments) = namespace.command(Programs.path("tether-netmon"), ["--run-dir", run.path])
+        let netmon = try ChildProcess(executable, arguments, outputDirectory: run.path, name: "netmon")
+        defer { netmon.stop() }
+
+        let first = try await paths.waitFor { $0.satisfied }
+        #expect(first.value.interface == namespace.interface)
+        #expect(first.value.kind == .wired)
+
+        var figures: [String] = []
+        func change(_ label: String, _ command: [String], expect condition: @escaping @Sendable (NetworkPath) -> Bool) async throws {
+            let changed = ContinuousClock.now
+            try namespace.exec(command)
+            let event = try await paths.waitFor(timeout: .seconds(5), since: changed, condition)
+            figures.append("\(label) \(changed.duration(to: event.receivedAt))")
+        }
+        // Setting a link down also makes the kernel drop the routes through it.
+        try await change("link down:", ["ip", "link", "set", namespace.interface, "down"]) { !$0.satisfied }
+        try namespace.exec(["ip", "link", "set", namespace.interface, "up"])
+        // As a DHCP client or network manager would once the link is back.
+        try await change("link up, route back:", ["ip", "route", "add", "default", "via", "10.231.0.1", "dev", namespace.interface]) {
+            $0.satisfied && $0.interface == "tt0"
+        }
+        try await change("default route removed:", ["ip", "route", "del", "default"]) { !$0.satisfied && $0.reason == "no default route" }
+        try await change("default route restored:", ["ip", "route", "add", "default", "via", "10.231.0.1", "dev", namespace.interface]) { $0.satisfied }
+        try await change("address removed:", ["ip", "addr", "del", "10.231.0.2/24", "dev", namespace.interface]) { !$0.satisfied }
+        print("from the kernel change to the event on the bus: " + figures.joined(separator: ", "))
+        #expect(netmon.standardError.contains("rtnetlink") == false, "netmon fell back to polling: \(netmon.standardError)")
+        await client.close()
+    }
+}
