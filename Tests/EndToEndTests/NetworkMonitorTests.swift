@@ -44,4 +44,31 @@ struct NetworkMonitorTests {
         #expect(netmon.standardError.contains("rtnetlink") == false, "netmon fell back to polling: \(netmon.standardError)")
         await client.close()
     }
+
+    @Test func wholeSetInANamespaceWaitsForTheNetworkAndReconnectsWhenItReturns() async throws {
+        let namespace = try NetworkNamespace()
+        let set = try await ComposedSet(namespace: namespace)
+        defer { set.stop() }
+        let client = try BusClient(source: "netmon-test", runDirectory: set.run.runDirectory, logger: Logger(label: "netmon-test"))
+        let states = try await BusRecorder<ConnectionStatus>(bus: client, topic: .connectionState)
+        _ = try await states.waitFor { $0.phase == .connected }
+
+        try namespace.exec(["ip", "link", "set", namespace.interface, "down"])
+        let waiting = try await states.waitFor { $0.phase == .waitingForNetwork }
+        #expect(waiting.value.words == "No network — waiting for connection.")
+        let status = try set.tether(["status"])
+        #expect(status.standardOutput.contains("No network — waiting for connection."))
+        #expect(status.standardOutput.contains("network: unavailable"))
+
+        try namespace.exec(["ip", "link", "set", namespace.interface, "up"])
+        let back = ContinuousClock.now
+        try namespace.exec(["ip", "route", "add", "default", "via", "10.231.0.1", "dev", namespace.interface])
+        let connected = try await states.waitFor(since: back) { $0.phase == .connected }
+        let elapsed = back.duration(to: connected.receivedAt)
+        print("network back to connected, the whole set in a namespace: \(elapsed)")
+        #expect(elapsed < .seconds(1), "the default preset's first retry waits 1 s; a returning network must not")
+        let send = try set.tether(["send", "back", "online"])
+        #expect(send.standardOutput == "You said: back online\n")
+        await client.close()
+    }
 }

@@ -13,13 +13,16 @@ public final class ComposedSet {
     public let port: Int
     public let supervisor: ChildProcess
 
-    /// Starts the set; `environment` adds to or overrides the compose file's variables.
-    public init(environment: [String: String] = [:]) async throws {
+    /// Starts the set; `environment` adds to or overrides the compose file's variables;
+    /// with `namespace`, every program runs inside that network namespace.
+    public init(environment: [String: String] = [:], namespace: NetworkNamespace? = nil) async throws {
         run = try TestRunDirectory()
         port = try freePort()
+        let arguments = ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory]
+        let (executable, fullArguments) =
+            namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)
         supervisor = try ChildProcess(
-            Programs.path("tether-compose"),
-            ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory],
+            executable, fullArguments,
             environment: environment.merging(["TETHER_GATEWAY_PORT": "\(port)"]) { $1 },
             outputDirectory: run.path, name: "compose")
         let ready = await eventually(timeout: .seconds(30)) {
