@@ -73,25 +73,34 @@ public enum SendMessageCommand: BusCommand {
     }
 }
 
-/// Fetch the latest transcript from the snapshot store.
+/// Fetch the latest transcript from the snapshot store, a page at a time, newest page first.
 public enum TranscriptCommand: BusCommand {
     public static let method = "transcript"
     public static let endpoint = Endpoints.snapshotStore
 
-    public struct Request: Codable, Sendable {
-        /// The most recent entries to return, oldest first.
-        public var limit: Int
+    /// The most entries one reply holds, so that a reply stays well under the bus's 1 MiB.
+    public static let pageLimit = 1000
 
-        public init(limit: Int = 1000) {
+    public struct Request: Codable, Sendable {
+        /// The most recent entries to return, oldest first (at most ``TranscriptCommand/pageLimit``).
+        public var limit: Int
+        /// Only entries before this position (from an earlier reply's `nextBefore`); nil for the newest.
+        public var before: Int?
+
+        public init(limit: Int = 1000, before: Int? = nil) {
             self.limit = limit
+            self.before = before
         }
     }
 
     public struct Reply: Codable, Sendable {
         public var entries: [TranscriptEntry]
+        /// Where the next older page starts; nil when there is none.
+        public var nextBefore: Int?
 
-        public init(entries: [TranscriptEntry]) {
+        public init(entries: [TranscriptEntry], nextBefore: Int? = nil) {
             self.entries = entries
+            self.nextBefore = nextBefore
         }
     }
 }

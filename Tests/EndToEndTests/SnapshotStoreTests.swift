@@ -58,4 +58,36 @@ import TetherWire
         }
         await client.close()
     }
+
+    @Test func frontEndStartedAfterTenThousandMessagesDrawsThemInItsFirstFrame() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "snapd-test", runDirectory: set.run.runDirectory, logger: Logger(label: "snapd-test"))
+        _ = try await client.subscribe(to: [Topic.conversationMessage.name], confirm: true)
+        let count = 10_000
+        let written = ContinuousClock.now
+        for index in 1...count {
+            try client.publish(
+                TranscriptEntry(id: MessageID("m-\(index)"), sender: .bot(name: "Opta"), content: "entry \(index)", timestamp: Date(), status: .received),
+                on: .conversationMessage)
+        }
+        let stored = await eventually(timeout: .seconds(60)) {
+            (try? await client.request(TranscriptCommand.self, .init(limit: 1)).entries.first?.id.value) == "m-\(count)"
+        }
+        #expect(stored, "snapd did not store \(count) entries")
+        print("snapd stored \(count) entries in \(written.duration(to: .now))")
+
+        let started = ContinuousClock.now
+        let watch = try ChildProcess(
+            Programs.path("tether"), ["watch", "--history", "\(count)", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch")
+        defer { watch.stop() }
+        let drawn = await eventually(timeout: .seconds(30)) { watch.standardOutput.contains("Opta: entry \(count)\n") }
+        let firstFrame = started.duration(to: .now)
+        #expect(drawn, "the stored transcript was not drawn")
+        let lines = watch.standardOutput.split(separator: "\n")
+        #expect(lines.count >= count)
+        #expect(lines.first?.hasSuffix("Opta: entry 1") == true)
+        print("a front end started after \(count) messages drew them all \(firstFrame) after it started")
+        await client.close()
+    }
 }

@@ -18,7 +18,7 @@ import TetherWire
         // A late "sent" arrives after the ack.
         try await store.update(DeliveryUpdate(id: MessageID("a"), status: .sent))
         try await store.upsert(entry("a", .queued))
-        #expect(try await store.latest(limit: 10).map(\.status) == [.delivered])
+        #expect(try await store.latest(limit: 10).entries.map(\.status) == [.delivered])
     }
 
     @Test func latestKeepsOrderAndLimit() async throws {
@@ -28,7 +28,13 @@ import TetherWire
             try await store.upsert(entry("m\(index)", .received, sender: .bot(name: "Opta"), content: "reply \(index)"))
         }
         let latest = try await store.latest(limit: 2)
-        #expect(latest.map(\.content) == ["reply 3", "reply 4"])
-        #expect(latest.first?.sender == .bot(name: "Opta"))
+        #expect(latest.entries.map(\.content) == ["reply 3", "reply 4"])
+        #expect(latest.entries.first?.sender == .bot(name: "Opta"))
+        // Pages: the next older one starts where this one ended.
+        let older = try await store.latest(limit: 2, before: latest.nextBefore)
+        #expect(older.entries.map(\.content) == ["reply 1", "reply 2"])
+        let oldest = try await store.latest(limit: 2, before: older.nextBefore)
+        #expect(oldest.entries.map(\.content) == ["reply 0"])
+        #expect(oldest.nextBefore == nil)
     }
 }

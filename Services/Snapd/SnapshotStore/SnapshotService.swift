@@ -23,7 +23,8 @@ public struct SnapshotService: Service {
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let store = self.store
         builder.on(TranscriptCommand.self) { request in
-            TranscriptCommand.Reply(entries: try await store.latest(limit: request.limit))
+            let page = try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before)
+            return TranscriptCommand.Reply(entries: page.entries, nextBefore: page.nextBefore)
         }
         let dispatcher = builder
         await withDiscardingTaskGroup { group in

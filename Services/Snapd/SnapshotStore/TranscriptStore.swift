@@ -66,14 +66,15 @@ public struct TranscriptStore: Sendable {
         }
     }
 
-    /// The latest `limit` entries, oldest first.
-    public func latest(limit: Int) async throws -> [TranscriptEntry] {
+    /// The latest `limit` entries before position `before` (all positions when nil), oldest
+    /// first, and the position of the oldest one returned when older entries remain.
+    public func latest(limit: Int, before: Int? = nil) async throws -> (entries: [TranscriptEntry], nextBefore: Int?) {
         try await database.read { db in
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM (SELECT * FROM transcript ORDER BY position DESC LIMIT ?) ORDER BY position ASC",
-                arguments: [max(0, limit)])
-            return rows.map { row in
+                sql: "SELECT * FROM (SELECT * FROM transcript WHERE position < ? ORDER BY position DESC LIMIT ?) ORDER BY position ASC",
+                arguments: [before ?? Int.max, max(0, limit)])
+            let entries = rows.map { row in
                 let senderType: String = row["senderType"]
                 let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
                 let inReplyTo: String? = row["inReplyTo"]
@@ -81,6 +82,9 @@ public struct TranscriptStore: Sendable {
                     id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
                     status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init))
             }
+            guard let oldest: Int = rows.first?["position"] else { return (entries, nil) }
+            let older = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < ?)", arguments: [oldest]) ?? false
+            return (entries, older ? oldest : nil)
         }
     }
 }

@@ -90,9 +90,20 @@ public struct Conversation: Sendable {
         }
     }
 
-    /// The latest transcript from tether-snapd.
-    public func transcript(limit: Int = 1000) async throws -> [TranscriptEntry] {
-        try await bus.request(TranscriptCommand.self, .init(limit: limit)).entries
+    /// The latest `limit` entries of the transcript from tether-snapd, oldest first, fetched
+    /// a page at a time, newest page first.
+    public func transcript(limit: Int = 1000) async throws(BusError) -> [TranscriptEntry] {
+        var pages: [[TranscriptEntry]] = []
+        var remaining = limit
+        var before: Int?
+        while remaining > 0 {
+            let reply = try await bus.request(TranscriptCommand.self, .init(limit: min(remaining, TranscriptCommand.pageLimit), before: before))
+            pages.append(reply.entries)
+            remaining -= reply.entries.count
+            guard let next = reply.nextBefore, !reply.entries.isEmpty else { break }
+            before = next
+        }
+        return pages.reversed().flatMap { $0 }
     }
 }
 
