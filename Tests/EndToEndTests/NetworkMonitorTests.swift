@@ -39,6 +39,17 @@ struct NetworkMonitorTests {
         }
         try await change("default route removed:", ["ip", "route", "del", "default"]) { !$0.satisfied && $0.reason == "no default route" }
         try await change("default route restored:", ["ip", "route", "add", "default", "via", "10.231.0.1", "dev", namespace.interface]) { $0.satisfied }
+        // A second interface takes the default route: the primary interface changes.
+        try namespace.exec(["ip", "link", "add", "tt2", "type", "veth", "peer", "name", "tt3"])
+        try namespace.exec(["ip", "link", "set", "tt3", "up"])
+        try namespace.exec(["ip", "link", "set", "tt2", "up"])
+        try namespace.exec(["ip", "addr", "add", "10.232.0.2/24", "dev", "tt2"])
+        try await change("primary interface changed:", ["ip", "route", "replace", "default", "via", "10.232.0.1", "dev", "tt2"]) {
+            $0.satisfied && $0.interface == "tt2"
+        }
+        try await change("back to the first:", ["ip", "route", "replace", "default", "via", "10.231.0.1", "dev", namespace.interface]) {
+            $0.satisfied && $0.interface == "tt0"
+        }
         try await change("address removed:", ["ip", "addr", "del", "10.231.0.2/24", "dev", namespace.interface]) { !$0.satisfied }
         print("from the kernel change to the event on the bus: " + figures.joined(separator: ", "))
         #expect(netmon.standardError.contains("rtnetlink") == false, "netmon fell back to polling: \(netmon.standardError)")
