@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import Testing
 import TetherBus
@@ -65,12 +62,7 @@ import TetherTesting
 
         /// POSTs a set of faults to the gateway's admin endpoint.
         func setFaults(_ json: String) async throws {
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/faults")!)
-            request.httpMethod = "POST"
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            request.httpBody = Data(json.utf8)
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            try await setGatewayFaults(port: port, token: token, json)
         }
 
         func connected(epoch: Int, timeout: Duration = .seconds(15)) async throws -> BusRecorder<ConnectionStatus>.Entry {

@@ -14,12 +14,7 @@ import TetherWire
     }
 
     private func killAndAwaitRestart(_ set: ComposedSet, _ name: String) async throws {
-        let pid = try #require(set.pid(of: name))
-        kill(pid, SIGKILL)
-        let restarted = await eventually(timeout: .seconds(15)) {
-            guard let program = set.state()?.programs.first(where: { $0.name == name }) else { return false }
-            return program.pid != pid && program.ready
-        }
+        let restarted = try await set.killAndAwaitRestart(name)
         #expect(restarted, "\(name) was not restarted")
     }
 

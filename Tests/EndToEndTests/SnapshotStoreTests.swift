@@ -32,10 +32,7 @@ import TetherWire
                 on: .conversationMessage)
             if index == 100 { kill(snapd, SIGKILL) }
         }
-        let restarted = await eventually(timeout: .seconds(15)) {
-            guard let program = set.state()?.programs.first(where: { $0.name == "snapd" }) else { return false }
-            return program.pid != snapd && program.ready
-        }
+        let restarted = await set.awaitRestart(of: "snapd", replacing: snapd)
         #expect(restarted)
         let entries = try await client.request(TranscriptCommand.self, .init(limit: 2000)).entries
         let ids = Set(entries.map(\.id.value))

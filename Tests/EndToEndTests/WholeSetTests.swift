@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import Testing
 import TetherBus
@@ -79,14 +76,9 @@ import TetherWire
     @Test func programKilledWithSigkillIsRestartedAndTheSetCarriesOn() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }
-        let before = try #require(set.state()?.programs.first { $0.name == "protod" })
-        let pid = try #require(before.pid)
-        kill(pid, SIGKILL)
-        let restarted = await eventually(timeout: .seconds(15)) {
-            guard let protod = set.state()?.programs.first(where: { $0.name == "protod" }) else { return false }
-            return protod.restarts == 1 && protod.ready && protod.pid != pid
-        }
+        let restarted = try await set.killAndAwaitRestart("protod")
         #expect(restarted, "protod was not restarted")
+        #expect(set.state()?.programs.first { $0.name == "protod" }?.restarts == 1)
         let ps = try ChildProcess(Programs.path("tether-compose"), ["ps", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "ps")
         try ps.waitForExit(timeout: .seconds(10))
         let protodLine = ps.standardOutput.split(separator: "\n").first { $0.hasPrefix("protod") } ?? ""
@@ -131,13 +123,7 @@ import TetherWire
     @Test func malformedFramesFromTheGatewayAreDroppedAndTheChatGoesOn() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }
-        let token = try String(contentsOfFile: set.run.path + "/gateway.token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(set.port)/admin/faults")!)
-        request.httpMethod = "POST"
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.httpBody = Data(#"{"sendMalformedFrames": true}"#.utf8)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        try await set.faults(#"{"sendMalformedFrames": true}"#)
 
         let send = try set.tether(["send", "through", "the", "noise"])
         #expect(send.status == 0, "\(send.standardError)")

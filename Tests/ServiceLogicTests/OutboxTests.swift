@@ -30,8 +30,8 @@ import TetherWire
         #expect(sent.attempts == 1)
         #expect(sent.sentEpoch == 3)
         #expect(sent.sentConnection == "c-3")
-        #expect(try await outbox.markDelivered(id: "a"))
-        #expect(try await !outbox.markDelivered(id: "a"), "a second ack changes nothing")
+        #expect(try await outbox.markDelivered(id: "a") == sent.createdAt)
+        #expect(try await outbox.markDelivered(id: "a") == nil, "a second ack changes nothing")
         #expect(try await outbox.pending().isEmpty)
     }
 

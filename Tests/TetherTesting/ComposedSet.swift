@@ -1,10 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import Foundation
 
 /// The whole set from compose/default.yaml in a private run directory and port; stopping it
 /// (or dropping it) leaves no process behind.
@@ -93,17 +90,27 @@ extension ComposedSet {
 
     /// Sends `method` to the gateway's fault switches with a JSON body.
     public func faults(_ json: String, method: String = "POST") async throws {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/faults")!)
-        request.httpMethod = method
-        request.setValue("Bearer \(try gatewayToken)", forHTTPHeaderField: "Authorization")
-        request.httpBody = Data(json.utf8)
-        let (_, response) = try await URLSession.shared.data(for: request)
-        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw TestFailure("the gateway refused the faults \(json)") }
+        try await setGatewayFaults(port: port, token: try gatewayToken, json, method: method)
     }
 
     /// The pid of a program of the set.
     public func pid(of name: String) -> Int32? {
         state()?.programs.first { $0.name == name }?.pid
+    }
+
+    /// Waits until compose has started `name` again in place of `oldPID` and it is ready.
+    public func awaitRestart(of name: String, replacing oldPID: Int32, timeout: Duration = .seconds(15)) async -> Bool {
+        await eventually(timeout: timeout) {
+            guard let program = self.state()?.programs.first(where: { $0.name == name }) else { return false }
+            return program.pid != oldPID && program.ready
+        }
+    }
+
+    /// SIGKILLs `name` and waits until compose has it running and ready again.
+    public func killAndAwaitRestart(_ name: String) async throws -> Bool {
+        guard let pid = pid(of: name) else { throw TestFailure("\(name) is not running") }
+        kill(pid, SIGKILL)
+        return await awaitRestart(of: name, replacing: pid)
     }
 
     /// A program's log so far.

@@ -2,6 +2,9 @@
 import Glibc
 #endif
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 public import TetherBus
 
 /// A private run directory for one test, removed at the end; short enough for socket paths.
@@ -82,4 +85,15 @@ public func eventually(timeout: Duration = .seconds(10), _ condition: () async t
         try? await Task.sleep(for: .milliseconds(50))
     }
     return try await condition()
+}
+
+/// Sends `method` to a development gateway's fault switches (`/admin/faults`) with a JSON
+/// body; throws unless the gateway answers 200.
+public func setGatewayFaults(port: Int, token: String, _ json: String, method: String = "POST") async throws {
+    var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/faults")!)
+    request.httpMethod = method
+    request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+    request.httpBody = Data(json.utf8)
+    let (_, response) = try await URLSession.shared.data(for: request)
+    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw TestFailure("the gateway refused the faults \(json)") }
 }

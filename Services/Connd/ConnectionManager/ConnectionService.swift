@@ -103,6 +103,8 @@ actor ConnectionDriver {
     private let instance = UUID().uuidString.prefix(8).lowercased()
     /// The token the gateway rejected, to notice when it changes.
     private var rejectedToken: String?
+    /// Who connd connects as: the same for every status.
+    private let identity: ConnectionIdentity
 
     init(bus: BusClient, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox, logger: Logger) {
         self.bus = bus
@@ -110,10 +112,11 @@ actor ConnectionDriver {
         self.phase = phase
         self.logger = logger
         self.machine = ConnectionStateMachine(policy: configuration.policy, closeDeadline: configuration.closeDeadline)
+        self.identity = configuration.credential.identity(url: configuration.url)
     }
 
     func start() {
-        try? bus.retain(configuration.credential.identity(url: configuration.url), on: .connectionIdentity)
+        try? bus.retain(identity, on: .connectionIdentity)
         handle(.start)
     }
 
@@ -200,7 +203,7 @@ actor ConnectionDriver {
             phase: state.phase, url: configuration.url, epoch: machine.epoch,
             connectionID: state == .connected ? "\(instance)-\(machine.epoch)" : nil, attempt: state.attempt,
             nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
-            failure: state.failure, identity: configuration.credential.identity(url: configuration.url))
+            failure: state.failure, identity: identity)
         do {
             try bus.retain(status, on: .connectionState)
         } catch {
@@ -215,7 +218,7 @@ actor ConnectionDriver {
         do {
             token = try configuration.credential.read()
         } catch {
-            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"))
+            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"), token: nil)
             return
         }
         var headers = HTTPFields()
@@ -225,7 +228,7 @@ actor ConnectionDriver {
             closeTimeout: configuration.closeDeadline, autoPing: .enabled(timePeriod: configuration.policy.heartbeat))
         let maximumFrameSize = configuration.maximumFrameSize
         let bus = self.bus
-        let opened = OpenedFlag()
+        let opened = OnceFlag()
         do {
             let closeFrame = try await WebSocketClient.connect(
                 url: configuration.url, configuration: clientConfiguration, tlsConfiguration: configuration.tlsConfiguration, logger: logger
@@ -248,10 +251,10 @@ actor ConnectionDriver {
                         .unreachable,
                         "lost the connection to the gateway: it went away, or answered no ping within \(configuration.policy.heartbeat)")
                 }
-            attemptEnded(id: id, opened: opened.isSet, problem: problem)
+            attemptEnded(id: id, opened: opened.isSet, problem: problem, token: token)
         } catch {
             let problem = await classify(error, token: token)
-            attemptEnded(id: id, opened: opened.isSet, problem: problem)
+            attemptEnded(id: id, opened: opened.isSet, problem: problem, token: token)
         }
     }
 
@@ -265,11 +268,12 @@ actor ConnectionDriver {
         return machine.epoch
     }
 
-    private func attemptEnded(id: Int, opened: Bool, problem: ConnectionProblem) {
+    /// - Parameter token: the token the attempt used, nil when none could be read.
+    private func attemptEnded(id: Int, opened: Bool, problem: ConnectionProblem, token: String?) {
         guard id == currentAttempt else { return }
         writer = nil
         attemptTask = nil
-        if problem.kind == .credentialRejected { rejectedToken = try? configuration.credential.read() }
+        if problem.kind == .credentialRejected { rejectedToken = token }
         logger.warning(opened ? "connection lost" : "connection attempt failed", metadata: ["connection.error": "\(problem.detail)"])
         handle(opened ? .connectionLost(problem) : .connectionFailed(problem))
     }
@@ -379,14 +383,6 @@ struct ClosingConnection: Sendable {
     func wait() async {
         await done.value
     }
-}
-
-/// Set once the WebSocket handler has run: the attempt became a connection.
-final class OpenedFlag: Sendable {
-    private let flag = Mutex(false)
-
-    func set() { flag.withLock { $0 = true } }
-    var isSet: Bool { flag.withLock { $0 } }
 }
 
 /// The connection phase, readable from any task (the heartbeat reads it).

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import CLinux
 import Foundation
-import Synchronization
+import TetherService
 
 /// Tells when the kernel's links, addresses or routes change: an rtnetlink socket subscribed
 /// to their multicast groups, read on a thread of its own.
@@ -14,7 +14,7 @@ final class RouteEvents: Sendable {
     /// One element per batch of kernel messages read.
     let events: AsyncStream<Void>
     private let descriptor: Int32
-    private let stopped = StopFlag()
+    private let stopped = OnceFlag()
 
     /// Opens and binds the socket; throws when rtnetlink is not available.
     init() throws {
@@ -75,12 +75,4 @@ struct RouteEventsError: Error, CustomStringConvertible {
     init(_ description: String) {
         self.description = description
     }
-}
-
-/// Set once, read from another thread.
-final class StopFlag: Sendable {
-    private let flag = Atomic(false)
-
-    func set() { flag.store(true, ordering: .relaxed) }
-    var isSet: Bool { flag.load(ordering: .relaxed) }
 }

@@ -190,19 +190,13 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Records the gateway's acknowledgement; true when the message was waiting for it.
-    public func markDelivered(id: String) async throws -> Bool {
+    /// Records the gateway's acknowledgement; when the message was waiting for it, returns
+    /// when it was accepted (nil for an acknowledgement that changes nothing).
+    public func markDelivered(id: String) async throws -> Date? {
         try await database.write { db in
             try db.execute(sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent')", arguments: [id])
-            return db.changesCount > 0
-        }
-    }
-
-    /// Records that the gateway refused a message; true when it was waiting.
-    public func markFailed(id: String) async throws -> Bool {
-        try await database.write { db in
-            try db.execute(sql: "UPDATE outbox SET status = 'failed' WHERE id = ? AND status IN ('queued', 'sent')", arguments: [id])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return nil }
+            return try Date.fetchOne(db, sql: "SELECT createdAt FROM outbox WHERE id = ?", arguments: [id])
         }
     }
 

@@ -288,15 +288,13 @@ actor ProtocolEngine {
         do {
             if ack.status.isDelivered {
                 lastAcknowledged = ack.messageID
-                if try await outbox.markDelivered(id: ack.messageID.value) {
+                if let accepted = try await outbox.markDelivered(id: ack.messageID.value) {
                     publish(DeliveryUpdate(id: ack.messageID, status: .delivered), on: .conversationDelivery)
-                    let accepted = try await outbox.message(id: ack.messageID.value)?.createdAt ?? Date()
                     diagnose(DiagnosticEvent(kind: .messageSent, messageID: ack.messageID, durationMilliseconds: Int(Date().timeIntervalSince(accepted) * 1000)))
                     recordOutcome(success: true)
                     await publishSummary()
                 }
-            } else if try await outbox.markFailed(id: ack.messageID.value) {
-                publish(DeliveryUpdate(id: ack.messageID, status: .failed, detail: "the gateway refused the message"), on: .conversationDelivery)
+            } else if await !finish([ack.messageID.value], as: .failed, detail: "the gateway refused the message").isEmpty {
                 diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: ack.messageID, willRetry: false, detail: "the gateway refused it"))
                 recordOutcome(success: false)
                 await publishSummary()

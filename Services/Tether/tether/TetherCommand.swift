@@ -25,7 +25,9 @@ func openBus(_ options: ProgramOptions) throws -> BusClient {
 /// Exit code when the set is not running.
 let notRunningExitCode: Int32 = 4
 
-func exitNotRunning(_ error: BusError) -> ExitCode {
+/// The error a command ends with: a bus that does not answer becomes exit code 4 with words.
+func commandError(_ error: any Error) -> any Error {
+    guard let error = error as? BusError, error.isUnreachable else { return error }
     FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
     return ExitCode(notRunningExitCode)
 }
@@ -74,7 +76,6 @@ struct Send: AsyncParsableCommand {
 
     func run() async throws {
         let bus = try openBus(options)
-        defer { Task { await bus.close() } }
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
@@ -85,9 +86,10 @@ struct Send: AsyncParsableCommand {
                 throw ExitCode(1)
             }
             outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000)))
-        } catch let error as BusError {
-            throw error.isUnreachable ? exitNotRunning(error) : error
+        } catch {
+            throw commandError(error)
         }
+        await bus.close()
         switch outcome {
         case .replied(let entry):
             print(entry.content)
@@ -122,7 +124,7 @@ struct Watch: AsyncParsableCommand {
         do {
             try await follow(bus)
         } catch {
-            throw error.isUnreachable ? exitNotRunning(error) : error
+            throw commandError(error)
         }
     }
 
@@ -174,7 +176,7 @@ struct Status: AsyncParsableCommand {
         do {
             report = try await StatusReport.gather(bus: bus)
         } catch {
-            throw error.isUnreachable ? exitNotRunning(error) : error
+            throw commandError(error)
         }
         if json {
             print(String(decoding: try BusSchema.makeEncoder().encode(report), as: UTF8.self))
@@ -210,7 +212,7 @@ extension ConnectionControl {
         do {
             reply = try await bus.request(ConnectionCommand.self, .init(action: Self.action))
         } catch {
-            throw error.isUnreachable ? exitNotRunning(error) : error
+            throw commandError(error)
         }
         await bus.close()
         if reply.accepted {
@@ -263,7 +265,7 @@ struct Cancel: AsyncParsableCommand {
         do {
             reply = try await bus.request(CancelCommand.self, .init(id: id.map(MessageID.init)))
         } catch {
-            throw error.isUnreachable ? exitNotRunning(error) : error
+            throw commandError(error)
         }
         await bus.close()
         print(reply.cancelled.isEmpty ? "nothing to cancel" : "cancelled \(reply.cancelled.count) message\(reply.cancelled.count == 1 ? "" : "s")")
