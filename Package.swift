@@ -132,6 +132,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         )
         + program(
@@ -148,7 +149,7 @@ let package = Package(
         )
         + program(
             "tether", library: "FrontEnd", folder: "Tether",
-            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging]
+            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle]
         )
         + program(
             "tether-tap", library: "BusTap", folder: "Tap",
@@ -186,7 +187,7 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "TetherTesting",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "TetherTesting",
                     "TetherSchema", "TetherWire",
                 ],
                 path: "Tests/ServiceLogicTests",

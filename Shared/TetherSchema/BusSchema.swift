@@ -116,6 +116,10 @@ extension Topic {
     public static let suggestion: Topic = "health.suggestion"
     /// What happened inside the protocol handler. Owner: tether-protod. Body: ``DiagnosticEvent``.
     public static let diagnostic: Topic = "diag.event"
+    /// A front end is attached; every front end, every second, and once as it leaves. Body: ``FrontEndPresence``.
+    public static let frontEndPresence: Topic = "frontend.presence"
+    /// snapd committed a display snapshot, the identity, a catch-up or a compaction. Owner: tether-snapd. Body: ``SnapshotSaved``.
+    public static let snapshotSaved: Topic = "snap.saved"
     /// A program is alive. Every program, every second. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.

@@ -1,3 +1,4 @@
+public import Foundation
 public import TetherWire
 
 /// A command a program accepts over its request endpoint, with its request and reply bodies.
@@ -97,10 +98,103 @@ public enum TranscriptCommand: BusCommand {
         public var entries: [TranscriptEntry]
         /// Where the next older page starts; nil when there is none.
         public var nextBefore: Int?
+        /// The store holds every conversation change up to this revision: a front end drops
+        /// the live changes it receives with a revision no higher (the Clone pattern).
+        public var revision: Int
 
-        public init(entries: [TranscriptEntry], nextBefore: Int? = nil) {
+        public init(entries: [TranscriptEntry], nextBefore: Int? = nil, revision: Int = 0) {
             self.entries = entries
             self.nextBefore = nextBefore
+            self.revision = revision
+        }
+    }
+}
+
+/// What a front end needs for its first frame, in one request to snapd: its display
+/// snapshot, the connection identity and the newest page of the transcript.
+public enum SnapshotCommand: BusCommand {
+    public static let method = "snapshot"
+    public static let endpoint = Endpoints.snapshotStore
+
+    public struct Request: Codable, Sendable {
+        /// The kind of front end whose display snapshot to return.
+        public var frontEnd: String
+        /// The most transcript entries to return (at most ``TranscriptCommand/pageLimit``).
+        public var limit: Int
+
+        public init(frontEnd: String, limit: Int = TranscriptCommand.pageLimit) {
+            self.frontEnd = frontEnd
+            self.limit = limit
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// The front end's display as it last saved it; nil if it never did.
+        public var display: DisplaySnapshot?
+        /// Who connd connects as, as last published; nil before connd ever ran.
+        public var identity: ConnectionIdentity?
+        /// The newest page of the transcript; older pages come from ``TranscriptCommand``.
+        public var transcript: TranscriptCommand.Reply
+
+        public init(display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply) {
+            self.display = display
+            self.identity = identity
+            self.transcript = transcript
+        }
+    }
+}
+
+/// Keep a front end's display snapshot; the reply comes once it is committed.
+public enum SaveDisplayCommand: BusCommand {
+    public static let method = "display.save"
+    public static let endpoint = Endpoints.snapshotStore
+
+    public typealias Request = DisplaySnapshot
+
+    public struct Reply: Codable, Sendable {
+        public var savedAt: Date
+
+        public init(savedAt: Date) {
+            self.savedAt = savedAt
+        }
+    }
+}
+
+/// The conversation changes tether-protod published after a revision, oldest first: how
+/// snapd fetches what it missed while it was down (the Clone pattern's catch-up).
+public enum JournalCommand: BusCommand {
+    public static let method = "journal"
+    public static let endpoint = Endpoints.protocolHandler
+
+    /// The most changes one reply holds.
+    public static let pageLimit = 1000
+
+    public struct Request: Codable, Sendable {
+        /// Changes with a higher revision than this.
+        public var after: Int
+        public var limit: Int
+
+        public init(after: Int, limit: Int = JournalCommand.pageLimit) {
+            self.after = after
+            self.limit = limit
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        public var changes: [ConversationChange]
+        /// Names the journal; it changes when the journal is made anew (its file deleted),
+        /// and a reader must then start again from revision 0.
+        public var journal: String
+        /// The oldest revision the journal still holds: older changes are gone.
+        public var oldest: Int
+        /// The newest revision.
+        public var latest: Int
+
+        public init(changes: [ConversationChange], journal: String, oldest: Int, latest: Int) {
+            self.changes = changes
+            self.journal = journal
+            self.oldest = oldest
+            self.latest = latest
         }
     }
 }
@@ -176,7 +270,7 @@ public struct RetryPolicy: Codable, Hashable, Sendable {
         switch name {
         case "default": .default
         case "patient": .patient
-        case "none": .none
+        case "none": RetryPolicy.none
         default: nil
         }
     }

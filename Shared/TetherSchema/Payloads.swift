@@ -121,13 +121,16 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
     public var failure: ConnectionFailure?
     /// Who connd connects as.
     public var identity: ConnectionIdentity?
+    /// What suspended the connection, while the phase is suspended.
+    public var suspendReason: SuspendReason?
     /// What a person should read: the phase's words, with the way forward when failed.
     public var words: String
 
     public init(
         phase: ConnectionPhase, url: String, epoch: Int, connectionID: String? = nil, attempt: Int = 0, nextAttemptAt: Date? = nil,
-        lastError: String? = nil, failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil
+        lastError: String? = nil, failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil, suspendReason: SuspendReason? = nil
     ) {
+        self.suspendReason = suspendReason
         self.phase = phase
         self.url = url
         self.epoch = epoch
@@ -139,6 +142,16 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
         self.identity = identity
         self.words = failure.map { "\(phase.words) (\($0.advice))" } ?? phase.words
     }
+}
+
+/// What suspended the connection; it also says what resumes it by itself.
+public enum SuspendReason: String, Codable, Sendable, CaseIterable {
+    /// A front end or `tether suspend` asked; only a resume command resumes it.
+    case command
+    /// The last front end left and none came back within the grace period; a front end arriving resumes it.
+    case idle
+    /// The machine went to sleep (logind); waking resumes it.
+    case sleep
 }
 
 /// A text frame of the wire protocol, carried over the bus.
@@ -196,14 +209,20 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     public var status: DeliveryStatus
     /// For a bot's reply: the user message it answers, where known.
     public var inReplyTo: MessageID?
+    /// The conversation revision tether-protod gave this change (see ``ConversationChange``);
+    /// nil from a publisher that keeps no journal.
+    public var revision: Int?
 
-    public init(id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil) {
+    public init(
+        id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil, revision: Int? = nil
+    ) {
         self.id = id
         self.sender = sender
         self.content = content
         self.timestamp = timestamp
         self.status = status
         self.inReplyTo = inReplyTo
+        self.revision = revision
     }
 }
 
@@ -213,11 +232,14 @@ public struct DeliveryUpdate: Codable, Hashable, Sendable {
     public var status: DeliveryStatus
     /// Why, in words, when it failed.
     public var detail: String?
+    /// The conversation revision tether-protod gave this change; nil from a publisher that keeps no journal.
+    public var revision: Int?
 
-    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil) {
+    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil, revision: Int? = nil) {
         self.id = id
         self.status = status
         self.detail = detail
+        self.revision = revision
     }
 }
 
@@ -364,5 +386,122 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
         self.queueSize = queueSize
         self.count = count
         self.detail = detail
+    }
+}
+
+/// A front end is attached to the set. Every front end publishes one a second while it
+/// runs and one with `leaving` as it exits; connd suspends the connection when the last
+/// one has gone for the grace period.
+public struct FrontEndPresence: Codable, Hashable, Sendable {
+    public enum State: String, Codable, Sendable, CaseIterable {
+        /// Running and drawing the conversation.
+        case active
+        /// Exiting now; do not wait for its presence to time out.
+        case leaving
+    }
+
+    /// What kind of front end: `tether`, `tether watch`, `example-python`, …
+    public var frontEnd: String
+    /// Names this run of the front end; unique across processes and machines.
+    public var instance: String
+    public var pid: Int32
+    public var state: State
+
+    public init(frontEnd: String, instance: String, pid: Int32, state: State) {
+        self.frontEnd = frontEnd
+        self.instance = instance
+        self.pid = pid
+        self.state = state
+    }
+
+    /// A presence not renewed for this long means the front end is gone.
+    public static let timeout: Duration = .seconds(3)
+}
+
+/// What a front end needs to draw its screen again as the user left it: kept by snapd,
+/// one for each kind of front end.
+public struct DisplaySnapshot: Codable, Hashable, Sendable {
+    /// The kind of front end it belongs to.
+    public var frontEnd: String
+    /// The lines that were on screen, top to bottom, as drawn.
+    public var screen: [String]
+    /// How many lines the view was scrolled up from the newest; 0 at the bottom.
+    public var scrollOffset: Int
+    /// What was typed and not sent.
+    public var draft: String
+    /// Messages sent from the composer, oldest first, for recalling them.
+    public var history: [String]
+    public var savedAt: Date
+
+    public init(frontEnd: String, screen: [String] = [], scrollOffset: Int = 0, draft: String = "", history: [String] = [], savedAt: Date = Date()) {
+        self.frontEnd = frontEnd
+        self.screen = screen
+        self.scrollOffset = max(0, scrollOffset)
+        self.draft = draft
+        self.history = history
+        self.savedAt = savedAt
+    }
+}
+
+/// snapd committed something a front end or connd will need after a restart.
+public struct SnapshotSaved: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// A front end's display snapshot.
+        case display
+        /// The connection identity.
+        case identity
+        /// The transcript caught up with protod's journal after a gap.
+        case transcript
+        /// The transcript's oldest entries were removed to stay within its cap.
+        case compaction
+    }
+
+    public var kind: Kind
+    /// For a display snapshot: whose.
+    public var frontEnd: String?
+    /// For the transcript: the revision it holds every change up to.
+    public var revision: Int?
+    /// For a compaction or a catch-up: how many entries.
+    public var count: Int?
+
+    public init(kind: Kind, frontEnd: String? = nil, revision: Int? = nil, count: Int? = nil) {
+        self.kind = kind
+        self.frontEnd = frontEnd
+        self.revision = revision
+        self.count = count
+    }
+}
+
+/// A change of the conversation tether-protod journals and publishes with a revision:
+/// a transcript entry or a delivery update.
+public protocol ConversationChangeBody: Codable, Sendable {
+    /// The topic it is published on.
+    static var topic: Topic { get }
+    var revision: Int? { get set }
+    /// The journal's record of it.
+    var change: ConversationChange { get }
+}
+
+extension TranscriptEntry: ConversationChangeBody {
+    public static var topic: Topic { .conversationMessage }
+    public var change: ConversationChange { ConversationChange(revision: revision ?? 0, entry: self) }
+}
+
+extension DeliveryUpdate: ConversationChangeBody {
+    public static var topic: Topic { .conversationDelivery }
+    public var change: ConversationChange { ConversationChange(revision: revision ?? 0, delivery: self) }
+}
+
+/// One change of the conversation as tether-protod's journal keeps it: an entry or a
+/// delivery update, with its revision.
+public struct ConversationChange: Codable, Hashable, Sendable {
+    public var revision: Int
+    public var entry: TranscriptEntry?
+    public var delivery: DeliveryUpdate?
+
+    public init(revision: Int, entry: TranscriptEntry? = nil, delivery: DeliveryUpdate? = nil) {
+        self.revision = revision
+        self.entry = entry
+        self.delivery = delivery
     }
 }

@@ -87,4 +87,93 @@ import TetherWire
         print("a front end started after \(count) messages drew them all \(firstFrame) after it started")
         await client.close()
     }
+
+    @Test func whatWasPublishedWhileSnapdWasDownIsFetchedFromProtodsJournal() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "snapd-test", runDirectory: set.run.runDirectory, logger: Logger(label: "snapd-test"))
+        let saved = try await TopicRecorder(bus: client, prefixes: [Topic.snapshotSaved.name])
+        let before = try set.tether(["send", "before"])
+        #expect(before.status == 0)
+
+        // snapd is killed; while compose restarts it, 30 messages are sent, delivered and answered.
+        let snapd = try #require(set.pid(of: "snapd"))
+        kill(snapd, SIGKILL)
+        let killed = ContinuousClock.now
+        var ids: [MessageID] = []
+        for index in 1...30 {
+            let id = MessageID.random()
+            ids.append(id)
+            _ = try await client.request(SendMessageCommand.self, .init(id: id, content: "while snapd was down \(index)"))
+        }
+        print("30 messages accepted \(killed.duration(to: .now)) after snapd was killed")
+        #expect(await set.awaitRestart(of: "snapd", replacing: snapd))
+
+        // Every message and every reply, each with its final status, without one more publication.
+        let complete = await eventually(timeout: .seconds(20)) {
+            guard let entries = try? await client.request(TranscriptCommand.self, .init(limit: 1000)).entries else { return false }
+            let delivered = Set(entries.filter { $0.status == .delivered }.map(\.id))
+            let replies = Set(entries.filter { $0.sender != .user && $0.status == .received }.map(\.content))
+            return ids.allSatisfy { delivered.contains($0) } && (1...30).allSatisfy { replies.contains("You said: while snapd was down \($0)") }
+        }
+        #expect(complete, "snapd's transcript lacks what was published while it was down")
+        print("snapd restarted and held all 30 messages, delivered and answered, \(killed.duration(to: .now)) after it was killed")
+        let caughtUp = try await saved.waitFor(.snapshotSaved, as: SnapshotSaved.self) { $0.kind == .transcript }
+        let catchUp = try #require(caughtUp.decode(SnapshotSaved.self))
+        #expect((catchUp.count ?? 0) > 0)
+        print("catch-up from protod's journal: \(catchUp.count ?? 0) changes, up to revision \(catchUp.revision ?? 0)")
+
+        // The revision in the reply lets a front end drop what the snapshot already holds.
+        let reply = try await client.request(TranscriptCommand.self, .init(limit: 1))
+        #expect(reply.revision >= (catchUp.revision ?? 0))
+        await client.close()
+    }
+
+    @Test func theTranscriptIsCappedByCompactingTheOldest() async throws {
+        let set = try await ComposedSet(environment: ["TETHER_TRANSCRIPT_LIMIT": "100"])
+        defer { set.stop() }
+        let client = try BusClient(source: "snapd-test", runDirectory: set.run.runDirectory, logger: Logger(label: "snapd-test"))
+        let saved = try await TopicRecorder(bus: client, prefixes: [Topic.snapshotSaved.name])
+        _ = try await client.subscribe(to: [Topic.conversationMessage.name], confirm: true)
+        for index in 1...250 {
+            try client.publish(
+                TranscriptEntry(id: MessageID("m-\(index)"), sender: .bot(name: "Opta"), content: "entry \(index)", timestamp: Date(), status: .received),
+                on: .conversationMessage)
+        }
+        let stored = await eventually(timeout: .seconds(20)) {
+            (try? await client.request(TranscriptCommand.self, .init(limit: 1)).entries.first?.id.value) == "m-250"
+        }
+        #expect(stored)
+        let entries = try await client.request(TranscriptCommand.self, .init(limit: 1000))
+        #expect((100...110).contains(entries.entries.count), "\(entries.entries.count) entries kept with a cap of 100")
+        #expect(entries.nextBefore == nil)
+        let compaction = try await saved.waitFor(.snapshotSaved, as: SnapshotSaved.self) { $0.kind == .compaction }
+        #expect((compaction.decode(SnapshotSaved.self)?.count ?? 0) > 0)
+        #expect(set.log(of: "snapd").contains("removed the oldest entries"))
+        print("cap 100, 250 written: \(entries.entries.count) kept, from \(entries.entries.first?.content ?? "?") to \(entries.entries.last?.content ?? "?")")
+        await client.close()
+    }
+
+    @Test func displaySnapshotAndIdentitySurviveSnapdBeingKilled() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "snapd-test", runDirectory: set.run.runDirectory, logger: Logger(label: "snapd-test"))
+        let display = DisplaySnapshot(frontEnd: "tether", screen: ["You: hi", "Opta: 你好 👋"], scrollOffset: 4, draft: "unsent", history: ["hi"])
+        _ = try await client.request(SaveDisplayCommand.self, display)
+        let identityKept = await eventually { (try? await client.request(SnapshotCommand.self, .init(frontEnd: "tether")).identity) != nil }
+        #expect(identityKept, "snapd did not keep connd's identity")
+        #expect(try await set.killAndAwaitRestart("snapd"))
+
+        let frame = try await client.request(SnapshotCommand.self, .init(frontEnd: "tether"))
+        #expect(frame.display?.screen == display.screen)
+        #expect(frame.display?.draft == "unsent")
+        #expect(frame.display?.scrollOffset == 4)
+        let identity = try #require(frame.identity)
+        #expect(identity.url == "ws://127.0.0.1:\(set.port)/ws")
+        #expect(identity.authMethod == "bearer-token")
+        // Never the secret: the database holds the token file's path, not the token.
+        let database = try Data(contentsOf: URL(fileURLWithPath: set.run.path + "/snapd.sqlite"))
+        #expect(database.range(of: Data(try set.gatewayToken.utf8)) == nil, "the token is in snapd's database")
+        await client.close()
+    }
 }

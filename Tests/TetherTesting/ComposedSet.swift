@@ -11,7 +11,9 @@ public final class ComposedSet {
     public let supervisor: ChildProcess
 
     /// Starts the set; `environment` adds to or overrides the compose file's variables;
-    /// with `namespace`, every program runs inside that network namespace.
+    /// with `namespace`, every program runs inside that network namespace. The connection
+    /// is not suspended when front ends leave unless `TETHER_IDLE_SUSPEND` says so: a test's
+    /// `tether send` must not suspend the set under the next step.
     public init(environment: [String: String] = [:], namespace: NetworkNamespace? = nil) async throws {
         run = try TestRunDirectory()
         port = try freePort()
@@ -20,7 +22,7 @@ public final class ComposedSet {
             namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)
         supervisor = try ChildProcess(
             executable, fullArguments,
-            environment: environment.merging(["TETHER_GATEWAY_PORT": "\(port)"]) { $1 },
+            environment: ["TETHER_IDLE_SUSPEND": "0"].merging(environment) { $1 }.merging(["TETHER_GATEWAY_PORT": "\(port)"]) { $1 },
             outputDirectory: run.path, name: "compose")
         let ready = await eventually(timeout: .seconds(30)) {
             guard let state = self.state() else { return false }

@@ -50,18 +50,26 @@ public struct ConnectionConfiguration: Sendable {
 public struct ConnectionService: Service {
     private let bus: BusClient
     private let driver: ConnectionDriver
+    private let lifecycle: LifecycleSettings
     private let logger: Logger
 
-    /// - Parameter phase: where the current phase is kept for the heartbeat to read.
-    public init(bus: BusClient, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox = ConnectionPhaseBox(), logger: Logger) {
+    /// - Parameters:
+    ///   - phase: where the current phase is kept for the heartbeat to read.
+    ///   - lifecycle: when front ends leaving or the machine sleeping suspend the connection.
+    public init(
+        bus: BusClient, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings = LifecycleSettings(),
+        phase: ConnectionPhaseBox = ConnectionPhaseBox(), logger: Logger
+    ) {
         self.bus = bus
         self.logger = logger
-        self.driver = ConnectionDriver(bus: bus, configuration: configuration, phase: phase, logger: logger)
+        self.lifecycle = lifecycle
+        self.driver = ConnectionDriver(bus: bus, configuration: configuration, lifecycle: lifecycle, phase: phase, logger: logger)
     }
 
     public func run() async throws {
         let outbound = try await bus.subscribe(to: [Topic.wireOutbound.name])
         let network = try await bus.subscribe(to: [Topic.networkPath.name])
+        let frontEnds = try await bus.subscribe(to: [Topic.frontEndPresence.name])
         let commands = try await bus.serve(endpoint: ConnectionCommand.endpoint)
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let driver = self.driver
@@ -75,6 +83,11 @@ public struct ConnectionService: Service {
             group.addTask { await driver.followNetwork(network) }
             group.addTask { await dispatcher.run(commands) }
             group.addTask { await driver.watchCredential() }
+            group.addTask { await driver.followFrontEnds(frontEnds) }
+            if let logind = lifecycle.logind {
+                let watcher = SleepWatcher(bus: logind, logger: logger)
+                group.addTask { await watcher.run { sleeping in await driver.machineSleeps(sleeping) } }
+            }
             try? await gracefulShutdown()
             await driver.stop()
             group.cancelAll()
@@ -105,10 +118,17 @@ actor ConnectionDriver {
     private var rejectedToken: String?
     /// Who connd connects as: the same for every status.
     private let identity: ConnectionIdentity
+    private let lifecycle: LifecycleSettings
+    /// What suspended the connection, while suspended.
+    private var suspendReason: SuspendReason?
+    private var frontEnds = FrontEndTracker()
+    /// The grace period after the last front end left.
+    private var idleTask: Task<Void, Never>?
 
-    init(bus: BusClient, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox, logger: Logger) {
+    init(bus: BusClient, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings, phase: ConnectionPhaseBox, logger: Logger) {
         self.bus = bus
         self.configuration = configuration
+        self.lifecycle = lifecycle
         self.phase = phase
         self.logger = logger
         self.machine = ConnectionStateMachine(policy: configuration.policy, closeDeadline: configuration.closeDeadline)
@@ -129,14 +149,109 @@ actor ConnectionDriver {
     private var closingTask: ClosingConnection?
 
     func perform(_ action: ConnectionCommand.Action) -> ConnectionCommand.Reply {
-        let event: ConnectionStateMachine.Event =
+        let accepted =
             switch action {
-            case .reconnect: .manualReconnect
-            case .suspend: .suspend
-            case .resume: .resume
+            case .reconnect: handle(.manualReconnect)
+            case .suspend: suspend(.command)
+            case .resume: resume(ifSuspendedBy: nil)
             }
-        let accepted = handle(event)
         return ConnectionCommand.Reply(accepted: accepted, phase: machine.state.phase)
+    }
+
+    // MARK: Suspend and resume
+
+    /// Suspends for `reason`. Already suspended for another reason, the stronger of the two
+    /// (a command over sleep over idle) stays, as it decides what may resume the connection;
+    /// already suspended for the same reason, refused.
+    private func suspend(_ reason: SuspendReason) -> Bool {
+        if machine.state == .suspended {
+            guard let current = suspendReason, current != reason else { return false }
+            if reason.strength > current.strength {
+                suspendReason = reason
+                publish()
+            }
+            return true
+        }
+        let previous = suspendReason
+        suspendReason = reason
+        guard handle(.suspend) else {
+            suspendReason = previous
+            return false
+        }
+        return true
+    }
+
+    /// Resumes a suspended connection; with `reason`, only if that is what suspended it.
+    private func resume(ifSuspendedBy reason: SuspendReason?) -> Bool {
+        guard machine.state == .suspended else { return handle(.resume) }
+        if let reason, suspendReason != reason { return false }
+        suspendReason = nil
+        return handle(.resume)
+    }
+
+    /// logind: the machine is about to sleep (true) or woke (false).
+    func machineSleeps(_ sleeping: Bool) {
+        logger.notice(sleeping ? "the machine is going to sleep: suspending" : "the machine woke")
+        if sleeping {
+            _ = suspend(.sleep)
+        } else {
+            _ = resume(ifSuspendedBy: .sleep)
+        }
+    }
+
+    /// Follows front ends' presence: the first to arrive resumes an idle suspend; when the
+    /// last has gone for the grace period, the connection is suspended.
+    func followFrontEnds(_ subscription: BusSubscription) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await message in subscription {
+                    guard let presence = try? message.decode(FrontEndPresence.self) else { continue }
+                    await self.frontEndChanged(presence)
+                }
+            }
+            group.addTask {
+                for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
+                    await self.expireFrontEnds()
+                }
+            }
+        }
+    }
+
+    private func frontEndChanged(_ presence: FrontEndPresence) {
+        apply(frontEnds.observe(presence, at: .now))
+    }
+
+    private func expireFrontEnds() {
+        apply(frontEnds.expire(at: .now))
+    }
+
+    private func apply(_ change: FrontEndTracker.Change?) {
+        switch change {
+        case .firstArrived:
+            idleTask?.cancel()
+            idleTask = nil
+            if suspendReason == .idle {
+                logger.info("a front end arrived: resuming")
+                _ = resume(ifSuspendedBy: .idle)
+            }
+        case .lastLeft:
+            guard let grace = lifecycle.idleSuspendAfter else { return }
+            logger.info("the last front end left: suspending in \(grace) unless one comes back")
+            idleTask?.cancel()
+            idleTask = Task {
+                guard (try? await Task.sleep(for: grace)) != nil else { return }
+                self.idleElapsed()
+            }
+        case nil:
+            break
+        }
+    }
+
+    private func idleElapsed() {
+        idleTask = nil
+        guard frontEnds.count == 0 else { return }
+        logger.notice("no front end for the grace period: suspending")
+        _ = suspend(.idle)
     }
 
     // MARK: Events and actions
@@ -203,7 +318,7 @@ actor ConnectionDriver {
             phase: state.phase, url: configuration.url, epoch: machine.epoch,
             connectionID: state == .connected ? "\(instance)-\(machine.epoch)" : nil, attempt: state.attempt,
             nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
-            failure: state.failure, identity: identity)
+            failure: state.failure, identity: identity, suspendReason: state == .suspended ? suspendReason : nil)
         do {
             try bus.retain(status, on: .connectionState)
         } catch {
@@ -353,6 +468,17 @@ actor ConnectionDriver {
             guard let token = try? configuration.credential.read(), token != rejectedToken else { continue }
             logger.info("the credential changed: connecting again")
             handle(.credentialChanged)
+        }
+    }
+}
+
+extension SuspendReason {
+    /// Which reason wins when two apply: the stronger needs more to resume.
+    var strength: Int {
+        switch self {
+        case .idle: 0
+        case .sleep: 1
+        case .command: 2
         }
     }
 }

@@ -50,6 +50,12 @@ struct ConndCommand: AsyncParsableCommand {
     @Option(help: "Seconds a graceful close (suspend, shutdown) may take.")
     var closeDeadline: Double = 5
 
+    @Option(help: "Seconds after the last front end left before the connection is suspended; 0 never.")
+    var idleSuspend: Double = 30
+
+    @Option(help: "Follow the machine's sleep through logind: auto (when logind runs here), off, system, or a D-Bus address.")
+    var logind = "auto"
+
     func validate() throws {
         guard url.hasPrefix("ws://") || url.hasPrefix("wss://"), let host = URLComponents(string: url)?.host, !host.isEmpty else {
             throw ValidationError("--url must be a ws:// or wss:// URL with a host")
@@ -63,7 +69,17 @@ struct ConndCommand: AsyncParsableCommand {
         }
         if let jitter, !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        guard idleSuspend >= 0 else { throw ValidationError("--idle-suspend must be 0 or more") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read the CA file \(caFile)") }
+    }
+
+    private var logindBus: LogindBus? {
+        switch logind {
+        case "auto": LogindBus.detect()
+        case "off": nil
+        case "system": .system
+        default: .address(logind)
+        }
     }
 
     func run() async throws {
@@ -79,9 +95,11 @@ struct ConndCommand: AsyncParsableCommand {
         if let heartbeat { policy.heartbeat = .milliseconds(Int(heartbeat * 1000)) }
         let configuration = ConnectionConfiguration(
             url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)))
+        let lifecycle = LifecycleSettings(
+            idleSuspendAfter: idleSuspend > 0 ? .milliseconds(Int(idleSuspend * 1000)) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()
         try await BusProgram.run("tether-connd", options: options, state: phase.read) { bus, logger in
-            [ConnectionService(bus: bus, configuration: configuration, phase: phase, logger: logger)]
+            [ConnectionService(bus: bus, configuration: configuration, lifecycle: lifecycle, phase: phase, logger: logger)]
         }
     }
 }

@@ -34,11 +34,11 @@ public struct ProtocolService: Service {
     private let settings: ProtocolSettings
     private let logger: Logger
 
-    public init(bus: BusClient, outbox: Outbox, settings: ProtocolSettings = ProtocolSettings(), logger: Logger) {
+    public init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(), logger: Logger) {
         self.bus = bus
         self.logger = logger
         self.settings = settings
-        self.engine = ProtocolEngine(bus: bus, outbox: outbox, settings: settings, logger: logger)
+        self.engine = ProtocolEngine(bus: bus, outbox: outbox, journal: journal, settings: settings, logger: logger)
     }
 
     public func run() async throws {
@@ -54,6 +54,9 @@ public struct ProtocolService: Service {
         }
         builder.on(RecoverCommand.self) { _ in
             await engine.attemptRecovery()
+        }
+        builder.on(JournalCommand.self) { request in
+            try await engine.journalChanges(after: request.after, limit: request.limit)
         }
         await engine.start()
         let dispatcher = builder
@@ -80,6 +83,7 @@ public struct ProtocolService: Service {
 actor ProtocolEngine {
     private let bus: BusClient
     private let outbox: Outbox
+    private let journal: ConversationJournal
     private let settings: ProtocolSettings
     private let logger: Logger
     private let codec = WireCodec()
@@ -109,9 +113,10 @@ actor ProtocolEngine {
     private var openStreamStarts: [MessageID: Int] = [:]
     private var lastSaved: (String?, Int) = (nil, 0)
 
-    init(bus: BusClient, outbox: Outbox, settings: ProtocolSettings, logger: Logger) {
+    init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, logger: Logger) {
         self.bus = bus
         self.outbox = outbox
+        self.journal = journal
         self.settings = settings
         self.logger = logger
     }
@@ -147,8 +152,8 @@ actor ProtocolEngine {
             id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
         if inserted {
             logger.info("message queued", metadata: ["message.id": "\(message.id)", "message.sequence": "\(message.sequence)"])
-            publish(TranscriptEntry(id: request.id, sender: .user, content: message.content, timestamp: message.createdAt, status: .queued), on: .conversationMessage)
-            publish(DeliveryUpdate(id: request.id, status: .queued), on: .conversationDelivery)
+            publishChange(TranscriptEntry(id: request.id, sender: .user, content: message.content, timestamp: message.createdAt, status: .queued))
+            publishChange(DeliveryUpdate(id: request.id, status: .queued))
             if strategy == .immediate && connectedEpoch == nil {
                 await finish([message.id], as: .failed, detail: "not connected, and the message was to be sent immediately")
             }
@@ -204,7 +209,7 @@ actor ProtocolEngine {
         do {
             let ended = try await outbox.finish(ids, as: status)
             for id in ended {
-                publish(DeliveryUpdate(id: MessageID(id), status: DeliveryStatus(status), detail: detail), on: .conversationDelivery)
+                publishChange(DeliveryUpdate(id: MessageID(id), status: DeliveryStatus(status), detail: detail))
             }
             return ended
         } catch {
@@ -268,9 +273,8 @@ actor ProtocolEngine {
         case .chatMessage(let envelope):
             let chat = envelope.payload
             if case .bot(let name) = chat.sender, !name.isEmpty { botName = name }
-            publish(
-                TranscriptEntry(id: chat.id, sender: chat.sender, content: chat.content, timestamp: chat.timestamp, status: .received, inReplyTo: chat.replyTo),
-                on: .conversationMessage)
+            publishChange(
+                TranscriptEntry(id: chat.id, sender: chat.sender, content: chat.content, timestamp: chat.timestamp, status: .received, inReplyTo: chat.replyTo))
         case .ping(let envelope):
             guard let pong = try? codec.encodePong(sequence: envelope.sequence) else { return }
             publish(WireFrame(epoch: frame.epoch, text: String(decoding: pong, as: UTF8.self)), on: .wireOutbound)
@@ -289,7 +293,7 @@ actor ProtocolEngine {
             if ack.status.isDelivered {
                 lastAcknowledged = ack.messageID
                 if let accepted = try await outbox.markDelivered(id: ack.messageID.value) {
-                    publish(DeliveryUpdate(id: ack.messageID, status: .delivered), on: .conversationDelivery)
+                    publishChange(DeliveryUpdate(id: ack.messageID, status: .delivered))
                     diagnose(DiagnosticEvent(kind: .messageSent, messageID: ack.messageID, durationMilliseconds: Int(Date().timeIntervalSince(accepted) * 1000)))
                     recordOutcome(success: true)
                     await publishSummary()
@@ -330,11 +334,10 @@ actor ProtocolEngine {
             openStreamStarts[id] = nil
             let partial = assembler.discard(id) ?? ""
             logger.warning("a streamed reply was cut off", metadata: ["message.id": "\(id)"])
-            publish(
+            publishChange(
                 TranscriptEntry(
                     id: id, sender: .bot(name: botName), content: partial, timestamp: Date(), status: .incomplete,
-                    inReplyTo: replyTargets.removeValue(forKey: id)),
-                on: .conversationMessage)
+                    inReplyTo: replyTargets.removeValue(forKey: id)))
         }
     }
 
@@ -353,7 +356,7 @@ actor ProtocolEngine {
             let entry = TranscriptEntry(
                 id: chunk.messageID, sender: .bot(name: botName), content: progress.content, timestamp: Date(), status: .received,
                 inReplyTo: replyTargets.removeValue(forKey: chunk.messageID))
-            publish(entry, on: .conversationMessage)
+            publishChange(entry)
         }
     }
 
@@ -421,7 +424,7 @@ actor ProtocolEngine {
                 logger.error("cannot record a send", metadata: ["message.id": "\(message.id)", "outbox.error": "\(error)"])
             }
             if message.status == .queued {
-                publish(DeliveryUpdate(id: message.messageID, status: .sent), on: .conversationDelivery)
+                publishChange(DeliveryUpdate(id: message.messageID, status: .sent))
             }
         }
         if written > 0 {
@@ -473,6 +476,21 @@ actor ProtocolEngine {
         } catch {
             logger.warning("cannot publish", metadata: ["bus.topic": "\(topic)", "bus.error": "\(error)"])
         }
+    }
+
+    /// Journals a change of the conversation, then publishes it with its revision.
+    private func publishChange(_ body: some ConversationChangeBody) {
+        do {
+            publish(try journal.record(body), on: type(of: body).topic)
+        } catch {
+            logger.error("cannot journal a conversation change", metadata: ["journal.error": "\(error)"])
+            publish(body, on: type(of: body).topic)
+        }
+    }
+
+    /// The journal's changes after `revision`, for a subscriber catching up.
+    func journalChanges(after revision: Int, limit: Int) throws -> JournalCommand.Reply {
+        try journal.changes(after: revision, limit: limit)
     }
 
     private func publishSummary() async {

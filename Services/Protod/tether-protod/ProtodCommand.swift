@@ -17,6 +17,9 @@ struct ProtodCommand: AsyncParsableCommand {
     @Option(help: "The outbox database (default: protod.sqlite in the run directory).")
     var outbox: String?
 
+    @Option(help: "The conversation journal snapd catches up from (default: conversation.sqlite in the run directory).")
+    var journal: String?
+
     @Option(help: "Retry policy of messages that name none: default (3 attempts, 200 ms apart, 10 s each), patient (5, 1 s, 30 s) or none.")
     var retry = "default"
 
@@ -34,10 +37,11 @@ struct ProtodCommand: AsyncParsableCommand {
 
     func run() async throws {
         let path = outbox ?? options.resolvedRunDirectory.file("protod.sqlite")
+        let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
         let settings = ProtocolSettings(
             defaultRetry: RetryPolicy.named(retry) ?? .default, maximumPending: maxPending, expiry: .milliseconds(Int(expiry * 1000)))
         try await BusProgram.run("tether-protod", options: options) { bus, logger in
-            [ProtocolService(bus: bus, outbox: try Outbox(path: path), settings: settings, logger: logger)]
+            [ProtocolService(bus: bus, outbox: try Outbox(path: path), journal: try ConversationJournal(path: journalPath), settings: settings, logger: logger)]
         }
     }
 }

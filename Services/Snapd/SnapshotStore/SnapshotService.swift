@@ -4,51 +4,129 @@ public import TetherBus
 import TetherSchema
 import TetherService
 
-/// The snapshot store: records the conversation from the bus and gives a front end the
-/// latest transcript when it asks.
+/// The snapshot store: records the conversation from the bus, catches up from protod's
+/// journal on what it missed, keeps each front end's display snapshot and the connection
+/// identity, and gives a front end all of it for its first frame.
 public struct SnapshotService: Service {
     private let bus: BusClient
     private let store: TranscriptStore
+    private let catchUpInterval: Duration
     private let logger: Logger
 
-    public init(bus: BusClient, store: TranscriptStore, logger: Logger) {
+    /// - Parameter catchUpInterval: how often protod's journal is asked for changes missed
+    ///   (besides at start and whenever a revision is skipped).
+    public init(bus: BusClient, store: TranscriptStore, catchUpInterval: Duration = .seconds(2), logger: Logger) {
         self.bus = bus
         self.store = store
+        self.catchUpInterval = catchUpInterval
         self.logger = logger
     }
 
     public func run() async throws {
-        let updates = try await bus.subscribe(to: [Topic.conversationMessage.name, Topic.conversationDelivery.name])
-        let commands = try await bus.serve(endpoint: TranscriptCommand.endpoint)
-        var builder = CommandDispatcher(bus: bus, logger: logger)
-        let store = self.store
-        builder.on(TranscriptCommand.self) { request in
-            let page = try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before)
-            return TranscriptCommand.Reply(entries: page.entries, nextBefore: page.nextBefore)
-        }
-        let dispatcher = builder
+        // Subscribe first, then catch up: a change published in between is in one or the other.
+        let updates = try await bus.subscribe(to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.connectionIdentity.name])
+        let commands = try await bus.serve(endpoint: Endpoints.snapshotStore)
+        let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let dispatcher = makeDispatcher()
+        let interval = catchUpInterval
         await withDiscardingTaskGroup { group in
             group.addTask { await dispatcher.run(commands) }
-            group.addTask { await record(updates) }
+            group.addTask { await record(updates, onGap: { wake.yield() }) }
+            group.addTask {
+                for await _ in wakeups { await catchUp() }
+            }
+            group.addTask {
+                wake.yield()
+                for await _ in AsyncTimerSequence.repeating(every: interval) { wake.yield() }
+            }
             try? await gracefulShutdown()
+            wake.finish()
             group.cancelAll()
         }
     }
 
-    private func record(_ updates: BusSubscription) async {
+    private func makeDispatcher() -> CommandDispatcher {
+        var dispatcher = CommandDispatcher(bus: bus, logger: logger)
+        let store = self.store
+        let bus = self.bus
+        dispatcher.on(TranscriptCommand.self) { request in
+            try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before)
+        }
+        dispatcher.on(SnapshotCommand.self) { request in
+            SnapshotCommand.Reply(
+                display: try await store.display(for: request.frontEnd), identity: try await store.identity(),
+                transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit)))
+        }
+        dispatcher.on(SaveDisplayCommand.self) { display in
+            try await store.save(display)
+            try? bus.publish(SnapshotSaved(kind: .display, frontEnd: display.frontEnd), on: .snapshotSaved)
+            return SaveDisplayCommand.Reply(savedAt: display.savedAt)
+        }
+        return dispatcher
+    }
+
+    private func record(_ updates: BusSubscription, onGap: @Sendable () -> Void) async {
         for await message in updates {
             do {
+                let applied: TranscriptStore.Applied
                 switch message.topic {
                 case .conversationMessage:
-                    try await store.upsert(try message.decode(TranscriptEntry.self))
+                    applied = try await store.apply(try message.decode(TranscriptEntry.self))
                 case .conversationDelivery:
-                    try await store.update(try message.decode(DeliveryUpdate.self))
+                    applied = try await store.apply(try message.decode(DeliveryUpdate.self))
+                case .connectionIdentity:
+                    if try await store.save(try message.decode(ConnectionIdentity.self)) {
+                        try? bus.publish(SnapshotSaved(kind: .identity), on: .snapshotSaved)
+                    }
+                    continue
                 default:
-                    break
+                    continue
                 }
+                if applied.gap { onGap() }
+                announceCompaction(applied.compacted)
             } catch {
                 logger.warning("cannot record a conversation update", metadata: ["bus.topic": "\(message.topic)", "snapd.error": "\(error)"])
             }
         }
+    }
+
+    /// Fetches from protod's journal every change after the last one applied in order.
+    private func catchUp() async {
+        do {
+            var (journal, revision) = try await store.followed()
+            var fetched = 0
+            while true {
+                let reply = try await bus.request(JournalCommand.self, .init(after: revision), timeout: .seconds(2), attempts: 1)
+                if reply.journal != journal {
+                    if journal != nil { logger.notice("protod's journal was made anew: following it from the start") }
+                    try await store.restartFollowing(reply.journal)
+                    (journal, revision) = (reply.journal, 0)
+                    continue
+                }
+                if let first = reply.changes.first?.revision, first > revision + 1 {
+                    logger.warning(
+                        "changes \(revision + 1) to \(first - 1) are no longer in protod's journal: the transcript lacks them",
+                        metadata: ["journal.oldest": "\(reply.oldest)"])
+                }
+                guard let last = reply.changes.last?.revision else { break }
+                announceCompaction(try await store.apply(journaled: reply.changes, from: reply.journal))
+                fetched += reply.changes.count
+                revision = last
+                if reply.changes.count < JournalCommand.pageLimit { break }
+            }
+            if fetched > 0 {
+                logger.info("caught up with protod's journal", metadata: ["snapd.changes": "\(fetched)", "snapd.revision": "\(revision)"])
+                try? bus.publish(SnapshotSaved(kind: .transcript, revision: revision, count: fetched), on: .snapshotSaved)
+            }
+        } catch {
+            // protod is down or busy: the next wakeup asks again.
+            logger.debug("cannot catch up with protod's journal now", metadata: ["snapd.error": "\(error)"])
+        }
+    }
+
+    private func announceCompaction(_ removed: Int) {
+        guard removed > 0 else { return }
+        logger.notice("removed the oldest entries to stay within the cap", metadata: ["snapd.removed": "\(removed)", "snapd.cap": "\(store.maximumEntries)"])
+        try? bus.publish(SnapshotSaved(kind: .compaction, count: removed), on: .snapshotSaved)
     }
 }

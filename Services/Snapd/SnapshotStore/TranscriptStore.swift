@@ -3,15 +3,25 @@ import GRDB
 public import TetherSchema
 import TetherWire
 
-/// The transcript in SQLite (WAL): every message of the conversation with its status.
+/// What snapd keeps in SQLite (WAL): the transcript (every message with its status, within
+/// a cap), how far it has followed protod's journal, each front end's display snapshot
+/// and the connection identity.
 public struct TranscriptStore: Sendable {
     private let database: DatabasePool
+    /// The most entries kept; beyond it (and a tenth more, so that not every insert
+    /// compacts) the oldest are removed.
+    public let maximumEntries: Int
 
-    /// Opens (creating and migrating if needed) the transcript at `path`.
-    public init(path: String) throws {
+    /// Opens (creating and migrating if needed) the store at `path`.
+    public init(path: String, maximumEntries: Int = 100_000) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            // Takes effect only in a new file: pages freed by a compaction go back to the disk.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL") }
+        }
         database = try DatabasePool(path: path, configuration: configuration)
+        self.maximumEntries = max(1, maximumEntries)
         try Self.migrator.migrate(database)
     }
 
@@ -29,46 +39,156 @@ public struct TranscriptStore: Sendable {
                 table.column("inReplyTo", .text)
             }
         }
+        migrator.registerMigration("add revisions, display snapshots and identity") { db in
+            try db.alter(table: "transcript") { table in
+                table.add(column: "revision", .integer).notNull().defaults(to: 0)
+            }
+            // Single values: the journal followed, the revision every change up to which is
+            // applied, the connection identity.
+            try db.create(table: "state") { table in
+                table.primaryKey("key", .text)
+                table.column("value", .blob).notNull()
+            }
+            try db.create(table: "display") { table in
+                table.primaryKey("frontEnd", .text)
+                table.column("snapshot", .blob).notNull()
+            }
+        }
         return migrator
     }
 
-    /// Adds an entry, or updates the stored one with the same id; a status never goes back
-    /// (an update that arrives late does not undo a newer one).
-    public func upsert(_ entry: TranscriptEntry) async throws {
+    // MARK: The transcript
+
+    /// What applying a change did.
+    public struct Applied: Sendable, Equatable {
+        /// The change's revision is beyond the next one expected: some were missed.
+        public var gap: Bool
+        /// Oldest entries removed to stay within the cap.
+        public var compacted: Int
+    }
+
+    /// Applies a transcript entry: adds it, or updates the stored one with the same id.
+    /// A change older than the stored one (by revision) changes nothing, and a status never
+    /// goes back, so changes may arrive late, twice or out of order.
+    @discardableResult
+    public func apply(_ entry: TranscriptEntry) async throws -> Applied {
         try await database.write { db in
-            let senderType: String
-            let senderName: String?
-            switch entry.sender {
-            case .user: (senderType, senderName) = ("user", nil)
-            case .bot(let name): (senderType, senderName) = ("bot", name)
-            }
-            if let row = try Row.fetchOne(db, sql: "SELECT status FROM transcript WHERE id = ?", arguments: [entry.id.value]) {
-                let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
-                let status = entry.status.rank >= stored.rank ? entry.status : stored
-                try db.execute(
-                    sql: "UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), senderName = COALESCE(?, senderName) WHERE id = ?",
-                    arguments: [entry.content, status.rawValue, entry.inReplyTo?.value, senderName, entry.id.value])
-            } else {
-                try db.execute(
-                    sql: "INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    arguments: [entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value])
-            }
+            try Self.apply(entry, in: db)
+            let gap = try Self.follow(entry.revision, in: db)
+            return Applied(gap: gap, compacted: try compact(db))
         }
     }
 
-    /// Moves an entry's status forward; an unknown id or an older status changes nothing.
-    public func update(_ delivery: DeliveryUpdate) async throws {
+    /// Applies a delivery update to its entry; an unknown id or an older change changes nothing.
+    @discardableResult
+    public func apply(_ delivery: DeliveryUpdate) async throws -> Applied {
         try await database.write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT status FROM transcript WHERE id = ?", arguments: [delivery.id.value]) else { return }
-            let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
-            guard delivery.status.rank >= stored.rank else { return }
-            try db.execute(sql: "UPDATE transcript SET status = ? WHERE id = ?", arguments: [delivery.status.rawValue, delivery.id.value])
+            try Self.apply(delivery, in: db)
+            return Applied(gap: try Self.follow(delivery.revision, in: db), compacted: 0)
         }
+    }
+
+    /// Applies changes fetched from protod's journal `journal`, in one transaction, and
+    /// records that every change up to the last one is applied. Returns entries compacted.
+    public func apply(journaled changes: [ConversationChange], from journal: String) async throws -> Int {
+        try await database.write { db in
+            try Self.setState("journal", to: Data(journal.utf8), in: db)
+            for change in changes {
+                if let entry = change.entry { try Self.apply(entry, in: db) }
+                if let delivery = change.delivery { try Self.apply(delivery, in: db) }
+            }
+            if let last = changes.last?.revision, last > (try Self.appliedRevision(db)) {
+                try Self.setState("revision", to: Data(String(last).utf8), in: db)
+            }
+            return try compact(db)
+        }
+    }
+
+    /// The journal followed and the revision up to which every change is applied.
+    public func followed() async throws -> (journal: String?, revision: Int) {
+        try await database.read { db in
+            let journal = try Self.state("journal", in: db).map { String(decoding: $0, as: UTF8.self) }
+            return (journal, try Self.appliedRevision(db))
+        }
+    }
+
+    /// Starts following another journal (protod's was made anew): from revision 0. The
+    /// revisions of the stored entries came from the old journal and no longer compare.
+    public func restartFollowing(_ journal: String) async throws {
+        try await database.write { db in
+            try db.execute(sql: "UPDATE transcript SET revision = 0")
+            try Self.setState("journal", to: Data(journal.utf8), in: db)
+            try Self.setState("revision", to: Data("0".utf8), in: db)
+        }
+    }
+
+    private static func apply(_ entry: TranscriptEntry, in db: Database) throws {
+        let (senderType, senderName): (String, String?) =
+            switch entry.sender {
+            case .user: ("user", nil)
+            case .bot(let name): ("bot", name)
+            }
+        let revision = entry.revision ?? 0
+        guard let row = try Row.fetchOne(db, sql: "SELECT status, revision FROM transcript WHERE id = ?", arguments: [entry.id.value]) else {
+            try db.execute(
+                sql: "INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value, revision])
+            return
+        }
+        let storedRevision: Int = row["revision"]
+        if entry.revision != nil && storedRevision >= revision { return }
+        let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
+        guard entry.status.rank >= stored.rank else {
+            try db.execute(sql: "UPDATE transcript SET revision = MAX(revision, ?) WHERE id = ?", arguments: [revision, entry.id.value])
+            return
+        }
+        try db.execute(
+            sql: """
+                UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), senderName = COALESCE(?, senderName),
+                revision = MAX(revision, ?) WHERE id = ?
+                """,
+            arguments: [entry.content, entry.status.rawValue, entry.inReplyTo?.value, senderName, revision, entry.id.value])
+    }
+
+    private static func apply(_ delivery: DeliveryUpdate, in db: Database) throws {
+        guard let row = try Row.fetchOne(db, sql: "SELECT status, revision FROM transcript WHERE id = ?", arguments: [delivery.id.value]) else { return }
+        let revision = delivery.revision ?? 0
+        let storedRevision: Int = row["revision"]
+        if delivery.revision != nil && storedRevision >= revision { return }
+        let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
+        let status = delivery.status.rank >= stored.rank ? delivery.status : stored
+        try db.execute(
+            sql: "UPDATE transcript SET status = ?, revision = MAX(revision, ?) WHERE id = ?", arguments: [status.rawValue, revision, delivery.id.value])
+    }
+
+    /// Moves the applied revision on when `revision` is the next one; true when it is beyond it.
+    private static func follow(_ revision: Int?, in db: Database) throws -> Bool {
+        guard let revision else { return false }
+        let applied = try appliedRevision(db)
+        if revision == applied + 1 {
+            try setState("revision", to: Data(String(revision).utf8), in: db)
+        }
+        return revision > applied + 1
+    }
+
+    /// Removes the oldest entries beyond the cap. Positions only grow and only the oldest
+    /// are removed, so the count is the span of positions: no table scan. (MIN and MAX in
+    /// one SELECT would scan the table: SQLite looks either up in the index only alone.)
+    private func compact(_ db: Database) throws -> Int {
+        guard let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT MIN(position) FROM transcript) AS oldest, (SELECT MAX(position) FROM transcript) AS newest"),
+            let oldest: Int = bounds["oldest"], let newest: Int = bounds["newest"]
+        else { return 0 }
+        guard newest - oldest + 1 > maximumEntries + maximumEntries / 10 else { return 0 }
+        try db.execute(sql: "DELETE FROM transcript WHERE position <= ?", arguments: [newest - maximumEntries])
+        let removed = db.changesCount
+        try db.execute(sql: "PRAGMA incremental_vacuum")
+        return removed
     }
 
     /// The latest `limit` entries before position `before` (all positions when nil), oldest
-    /// first, and the position of the oldest one returned when older entries remain.
-    public func latest(limit: Int, before: Int? = nil) async throws -> (entries: [TranscriptEntry], nextBefore: Int?) {
+    /// first, the position of the oldest one returned when older entries remain, and the
+    /// revision every change up to which is applied.
+    public func latest(limit: Int, before: Int? = nil) async throws -> TranscriptCommand.Reply {
         try await database.read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -78,13 +198,70 @@ public struct TranscriptStore: Sendable {
                 let senderType: String = row["senderType"]
                 let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
                 let inReplyTo: String? = row["inReplyTo"]
+                let revision: Int = row["revision"]
                 return TranscriptEntry(
                     id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
-                    status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init))
+                    status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
+                    revision: revision == 0 ? nil : revision)
             }
-            guard let oldest: Int = rows.first?["position"] else { return (entries, nil) }
+            let revision = try Self.appliedRevision(db)
+            guard let oldest: Int = rows.first?["position"] else { return TranscriptCommand.Reply(entries: entries, revision: revision) }
             let older = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < ?)", arguments: [oldest]) ?? false
-            return (entries, older ? oldest : nil)
+            return TranscriptCommand.Reply(entries: entries, nextBefore: older ? oldest : nil, revision: revision)
         }
+    }
+
+    /// How many entries the transcript holds.
+    public func count() async throws -> Int {
+        try await database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM transcript") ?? 0 }
+    }
+
+    // MARK: Display snapshots and identity
+
+    /// Keeps a front end's display snapshot, replacing the one it saved before.
+    public func save(_ display: DisplaySnapshot) async throws {
+        let body = try BusSchema.makeEncoder().encode(display)
+        try await database.write { db in
+            try db.execute(
+                sql: "INSERT INTO display (frontEnd, snapshot) VALUES (?, ?) ON CONFLICT(frontEnd) DO UPDATE SET snapshot = excluded.snapshot",
+                arguments: [display.frontEnd, body])
+        }
+    }
+
+    /// The display snapshot `frontEnd` saved last; nil if it never did.
+    public func display(for frontEnd: String) async throws -> DisplaySnapshot? {
+        let body = try await database.read { db in try Data.fetchOne(db, sql: "SELECT snapshot FROM display WHERE frontEnd = ?", arguments: [frontEnd]) }
+        return try body.map { try BusSchema.makeDecoder().decode(DisplaySnapshot.self, from: $0) }
+    }
+
+    /// Keeps the connection identity; false when it is the one already kept.
+    public func save(_ identity: ConnectionIdentity) async throws -> Bool {
+        let body = try BusSchema.makeEncoder().encode(identity)
+        return try await database.write { db in
+            guard try Self.state("identity", in: db) != body else { return false }
+            try Self.setState("identity", to: body, in: db)
+            return true
+        }
+    }
+
+    /// The connection identity kept last.
+    public func identity() async throws -> ConnectionIdentity? {
+        let body = try await database.read { db in try Self.state("identity", in: db) }
+        return try body.map { try BusSchema.makeDecoder().decode(ConnectionIdentity.self, from: $0) }
+    }
+
+    // MARK: Single values
+
+    private static func state(_ key: String, in db: Database) throws -> Data? {
+        try Data.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key])
+    }
+
+    private static func setState(_ key: String, to value: Data, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [key, value])
+    }
+
+    private static func appliedRevision(_ db: Database) throws -> Int {
+        try state("revision", in: db).flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
     }
 }

@@ -8,7 +8,7 @@ import TetherService
 struct SnapdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-snapd",
-        abstract: "The snapshot store: the transcript in SQLite, for a front end's first frame."
+        abstract: "The snapshot store: the transcript, display snapshots and connection identity in SQLite, for a front end's first frame."
     )
 
     @OptionGroup var options: ProgramOptions
@@ -16,10 +16,17 @@ struct SnapdCommand: AsyncParsableCommand {
     @Option(help: "The transcript database (default: snapd.sqlite in the run directory).")
     var database: String?
 
+    @Option(help: "The most transcript entries kept; the oldest are removed beyond it.")
+    var maxEntries = 100_000
+
+    func validate() throws {
+        guard maxEntries >= 10 else { throw ValidationError("--max-entries must be at least 10") }
+    }
+
     func run() async throws {
         let path = database ?? options.resolvedRunDirectory.file("snapd.sqlite")
         try await BusProgram.run("tether-snapd", options: options) { bus, logger in
-            [SnapshotService(bus: bus, store: try TranscriptStore(path: path), logger: logger)]
+            [SnapshotService(bus: bus, store: try TranscriptStore(path: path, maximumEntries: maxEntries), logger: logger)]
         }
     }
 }

@@ -93,18 +93,50 @@ public struct Conversation: Sendable {
     /// The latest `limit` entries of the transcript from tether-snapd, oldest first, fetched
     /// a page at a time, newest page first.
     public func transcript(limit: Int = 1000) async throws(BusError) -> [TranscriptEntry] {
-        var pages: [[TranscriptEntry]] = []
-        var remaining = limit
-        var before: Int?
-        while remaining > 0 {
-            let reply = try await bus.request(TranscriptCommand.self, .init(limit: min(remaining, TranscriptCommand.pageLimit), before: before))
+        let first = try await bus.request(TranscriptCommand.self, .init(limit: min(limit, TranscriptCommand.pageLimit)))
+        return try await olderPages(after: first, limit: limit)
+    }
+
+    /// Everything a front end draws its first frame from: its display snapshot, the
+    /// connection identity and the latest `limit` transcript entries, with the revision
+    /// they hold (see ``TranscriptModel``).
+    public func firstFrame(frontEnd: String, limit: Int = 1000) async throws(BusError) -> FirstFrame {
+        let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(limit, TranscriptCommand.pageLimit)))
+        let entries = try await olderPages(after: reply.transcript, limit: limit)
+        return FirstFrame(display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision)
+    }
+
+    /// The entries of `first` preceded by older pages, up to `limit` in all, oldest first.
+    private func olderPages(after first: TranscriptCommand.Reply, limit: Int) async throws(BusError) -> [TranscriptEntry] {
+        var pages = [first.entries]
+        var remaining = limit - first.entries.count
+        var before = first.nextBefore
+        while remaining > 0, let next = before {
+            let reply = try await bus.request(TranscriptCommand.self, .init(limit: min(remaining, TranscriptCommand.pageLimit), before: next))
+            guard !reply.entries.isEmpty else { break }
             pages.append(reply.entries)
             remaining -= reply.entries.count
-            guard let next = reply.nextBefore, !reply.entries.isEmpty else { break }
-            before = next
+            before = reply.nextBefore
         }
         return pages.reversed().flatMap { $0 }
     }
+
+    /// Keeps the front end's display snapshot in snapd; returns once it is committed.
+    public func save(_ display: DisplaySnapshot) async throws(BusError) {
+        _ = try await bus.request(SaveDisplayCommand.self, display)
+    }
+}
+
+/// What a front end needs for its first frame.
+public struct FirstFrame: Sendable {
+    /// The display as the front end last saved it.
+    public var display: DisplaySnapshot?
+    /// Who connd connects as.
+    public var identity: ConnectionIdentity?
+    /// The latest transcript entries, oldest first.
+    public var entries: [TranscriptEntry]
+    /// The entries hold every conversation change up to this revision.
+    public var revision: Int
 }
 
 /// Follows one sent message through the conversation events.

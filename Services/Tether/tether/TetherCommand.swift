@@ -6,6 +6,7 @@ import TetherBus
 import TetherSchema
 import TetherService
 import TetherWire
+import ServiceLifecycle
 
 @main
 struct TetherCommand: AsyncParsableCommand {
@@ -80,6 +81,10 @@ struct Send: AsyncParsableCommand {
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
             id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry.flatMap(RetryPolicy.named))
+        // A front end while it runs: a connection suspended because none was attached resumes.
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send")
+        let announcing = Task { await presence.run() }
+        defer { announcing.cancel() }
         do {
             if let wait, try await !conversation.waitForConnection(timeout: .milliseconds(Int(wait * 1000))) {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
@@ -89,6 +94,7 @@ struct Send: AsyncParsableCommand {
         } catch {
             throw commandError(error)
         }
+        presence.leave()
         await bus.close()
         switch outcome {
         case .replied(let entry):
@@ -122,38 +128,66 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         let bus = try openBus(options)
         do {
-            try await follow(bus)
+            // Until SIGINT or SIGTERM; then it says it leaves, and the bus closes after it.
+            try await BusProgram.run([BusClientService(bus: bus), ConversationPrinter(bus: bus, json: json, history: history)], logger: Logger(label: "tether"))
         } catch {
             throw commandError(error)
         }
     }
+}
 
-    /// Prints the stored transcript, then every change, until interrupted.
-    private func follow(_ bus: BusClient) async throws(BusError) {
+/// `tether watch`: the stored transcript, then every change, while announcing itself as a front end.
+struct ConversationPrinter: Service {
+    let bus: BusClient
+    let json: Bool
+    let history: Int
+    private let formatter = TranscriptFormatter()
+
+    init(bus: BusClient, json: Bool, history: Int) {
+        self.bus = bus
+        self.json = json
+        self.history = history
+    }
+
+    func run() async throws {
         let conversation = Conversation(bus: bus)
-        let formatter = TranscriptFormatter()
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether watch")
         // Subscribe first, then read the snapshot: nothing falls between the two.
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
-        let stored = (try? await conversation.transcript(limit: history)) ?? []
-        var printed = Set(stored.map(\.id))
-        for entry in stored {
+        let frame = try await conversation.firstFrame(frontEnd: "tether watch", limit: history)
+        for entry in frame.entries {
             emit(json ? JSONLine.encode(topic: Topic.conversationMessage, entry) : formatter.line(for: entry))
         }
-        for await message in events {
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await presence.run() }
+                var model = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
+                for await message in events {
+                    print(message, into: &model)
+                }
+                group.cancelAll()
+            }
+        }
+        presence.leave()
+    }
+
+    private func print(_ message: BusMessage, into model: inout TranscriptModel) {
+        switch message.topic {
+        case .conversationMessage:
+            guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return }
             if json {
                 emit(JSONLine.encode(topic: message.topic, raw: message.body))
-                continue
+            } else if case .added = change {
+                emit(formatter.line(for: entry))
+            } else if entry.sender != .user {
+                // A reply completed or cut off; a user message's status shows through its delivery updates.
+                emit(formatter.line(for: entry))
             }
-            switch message.topic {
-            case .conversationMessage:
-                guard let entry = try? message.decode(TranscriptEntry.self) else { continue }
-                if printed.insert(entry.id).inserted || entry.sender != .user { emit(formatter.line(for: entry)) }
-            case .conversationDelivery:
-                guard let update = try? message.decode(DeliveryUpdate.self) else { continue }
-                emit(formatter.line(for: update))
-            default:
-                break
-            }
+        case .conversationDelivery:
+            guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return }
+            emit(json ? JSONLine.encode(topic: message.topic, raw: message.body) : formatter.line(for: update))
+        default:
+            if json { emit(JSONLine.encode(topic: message.topic, raw: message.body)) }
         }
     }
 

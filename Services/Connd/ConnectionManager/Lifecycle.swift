@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import TetherSchema
+import Subprocess
+
+/// What suspends and resumes the connection besides commands: front ends coming and going,
+/// and the machine sleeping.
+public struct LifecycleSettings: Sendable {
+    /// How long after the last front end left the connection is suspended; nil never.
+    public var idleSuspendAfter: Duration?
+    /// Where logind's signals are read from; nil when not followed.
+    public var logind: LogindBus?
+
+    public init(idleSuspendAfter: Duration? = .seconds(30), logind: LogindBus? = nil) {
+        self.idleSuspendAfter = idleSuspendAfter
+        self.logind = logind
+    }
+}
+
+/// The D-Bus bus logind's `PrepareForSleep` signal is read from.
+public enum LogindBus: Sendable, Equatable {
+    /// The system bus, where logind lives.
+    case system
+    /// Another bus, by address (`unix:path=…`): a private bus in tests.
+    case address(String)
+
+    /// The system bus when logind runs on this machine, else nil.
+    public static func detect() -> LogindBus? {
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: "/run/systemd/system"), manager.fileExists(atPath: "/run/dbus/system_bus_socket") else { return nil }
+        return .system
+    }
+
+    var monitorArguments: [String] {
+        let rule = "type='signal',interface='org.freedesktop.login1.Manager',member='PrepareForSleep'"
+        switch self {
+        case .system: return ["--system", rule]
+        case .address(let address): return ["--address", address, rule]
+        }
+    }
+}
+
+/// Which front ends are attached, from their presence messages: says when the first
+/// arrives and when the last is gone (it left, or its presence lapsed).
+struct FrontEndTracker {
+    enum Change: Equatable {
+        case firstArrived
+        case lastLeft
+    }
+
+    private var lastSeen: [String: ContinuousClock.Instant] = [:]
+    private let timeout: Duration
+
+    init(timeout: Duration = FrontEndPresence.timeout) {
+        self.timeout = timeout
+    }
+
+    /// How many front ends are attached.
+    var count: Int { lastSeen.count }
+
+    mutating func observe(_ presence: FrontEndPresence, at now: ContinuousClock.Instant) -> Change? {
+        let before = lastSeen.count
+        switch presence.state {
+        case .active: lastSeen[presence.instance] = now
+        case .leaving: lastSeen[presence.instance] = nil
+        }
+        return change(from: before)
+    }
+
+    /// Forgets the front ends whose presence lapsed.
+    mutating func expire(at now: ContinuousClock.Instant) -> Change? {
+        let before = lastSeen.count
+        lastSeen = lastSeen.filter { now - $0.value < timeout }
+        return change(from: before)
+    }
+
+    private func change(from before: Int) -> Change? {
+        switch (before, lastSeen.count) {
+        case (0, 1...): .firstArrived
+        case (1..., 0): .lastLeft
+        default: nil
+        }
+    }
+}
+
+/// Reads `dbus-monitor`'s output: a signal line naming the member, then its arguments
+/// indented below it. Yields true when the machine is about to sleep, false when it woke.
+struct SleepSignalParser {
+    private var inPrepareForSleep = false
+
+    mutating func read(_ line: String) -> Bool? {
+        if line.hasPrefix("signal ") {
+            inPrepareForSleep = line.contains("member=PrepareForSleep")
+            return nil
+        }
+        guard inPrepareForSleep else { return nil }
+        let words = line.split(whereSeparator: \.isWhitespace)
+        guard words.count == 2, words[0] == "boolean" else { return nil }
+        inPrepareForSleep = false
+        return words[1] == "true"
+    }
+}
+
+/// Follows logind's `PrepareForSleep` through `dbus-monitor`, which stays in connd's process
+/// group so that whatever stops connd's group stops it too.
+struct SleepWatcher: Sendable {
+    let bus: LogindBus
+    let logger: Logger
+
+    /// Calls `onChange(true)` before the machine sleeps and `onChange(false)` after it wakes,
+    /// until cancelled; restarts the monitor if it ends.
+    func run(_ onChange: @escaping @Sendable (Bool) async -> Void) async {
+        while !Task.isCancelled {
+            do {
+                _ = try await Subprocess.run(
+                    .name("dbus-monitor"), arguments: Arguments(bus.monitorArguments), input: .none, output: .sequence, error: .discarded
+                ) { execution in
+                    logger.info("following logind's sleep signals", metadata: ["logind.bus": "\(bus)"])
+                    await withTaskCancellationHandler {
+                        var parser = SleepSignalParser()
+                        do {
+                            for try await line in execution.standardOutput.strings() {
+                                if let sleeping = parser.read(line) { await onChange(sleeping) }
+                            }
+                        } catch {
+                            logger.warning("cannot read dbus-monitor's output", metadata: ["logind.error": "\(error)"])
+                        }
+                    } onCancel: {
+                        try? execution.send(signal: .terminate)
+                    }
+                }
+            } catch {
+                logger.warning("cannot follow logind's sleep signals", metadata: ["logind.error": "\(error)"])
+            }
+            try? await Task.sleep(for: .seconds(5))
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import GRDB
+public import TetherSchema
+
+/// Every conversation change protod publishes, numbered: the revision a subscriber uses to
+/// notice what it missed, and the log snapd fetches it from (the Clone pattern of the
+/// ZeroMQ guide, with protod as the server).
+///
+/// An SQLite file of its own in WAL mode with `synchronous = NORMAL`: a commit is a write
+/// to the file, with no wait for the disk, so a change is journaled before it is published
+/// without slowing the chat. A process killed keeps every commit; a power cut may lose the
+/// newest, which the outbox (durable on its own) republishes as it sends again.
+public final class ConversationJournal: Sendable {
+    private let database: DatabaseQueue
+    /// Changes kept; older ones are removed as new ones come.
+    public let capacity: Int
+    /// Names this journal; a new file gets a new name.
+    public let name: String
+
+    /// Opens (creating if needed) the journal at `path`, keeping the newest `capacity` changes.
+    public init(path: String, capacity: Int = 50_000) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        database = try DatabaseQueue(path: path, configuration: configuration)
+        self.capacity = max(1, capacity)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("create journal") { db in
+            try db.create(table: "change") { table in
+                table.autoIncrementedPrimaryKey("revision")
+                table.column("body", .blob).notNull()
+            }
+            try db.create(table: "identity") { table in
+                table.primaryKey("id", .integer)
+                table.column("name", .text).notNull()
+            }
+            try db.execute(sql: "INSERT INTO identity (id, name) VALUES (1, ?)", arguments: [UUID().uuidString.lowercased()])
+        }
+        try migrator.migrate(database)
+        name = try database.read { db in try String.fetchOne(db, sql: "SELECT name FROM identity WHERE id = 1") } ?? ""
+    }
+
+    /// Journals a change and returns it with its revision. Synchronous on purpose: the
+    /// caller (protod's actor) publishes in revision order only if no other change can be
+    /// journaled between this one and its publication.
+    public func record<Body: ConversationChangeBody>(_ body: Body) throws -> Body {
+        let encoder = BusSchema.makeEncoder()
+        var body = body
+        try database.write { db in
+            let revision = (try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(revision), 0) + 1 FROM change")) ?? 1
+            body.revision = revision
+            try db.execute(sql: "INSERT INTO change (revision, body) VALUES (?, ?)", arguments: [revision, try encoder.encode(body.change)])
+            // Trim in steps of a tenth, not on every write.
+            if revision % max(1, capacity / 10) == 0 {
+                try db.execute(sql: "DELETE FROM change WHERE revision <= ?", arguments: [revision - capacity])
+            }
+        }
+        return body
+    }
+
+    /// The changes after `revision`, oldest first, at most `limit`.
+    public func changes(after revision: Int, limit: Int) throws -> JournalCommand.Reply {
+        let decoder = BusSchema.makeDecoder()
+        return try database.read { db in
+            let bodies = try Data.fetchAll(
+                db, sql: "SELECT body FROM change WHERE revision > ? ORDER BY revision LIMIT ?",
+                arguments: [revision, min(max(0, limit), JournalCommand.pageLimit)])
+            let changes = try bodies.map { try decoder.decode(ConversationChange.self, from: $0) }
+            let bounds = try Row.fetchOne(db, sql: "SELECT COALESCE((SELECT MIN(revision) FROM change), 1) AS oldest, COALESCE((SELECT MAX(revision) FROM change), 0) AS latest")
+            return JournalCommand.Reply(changes: changes, journal: name, oldest: bounds?["oldest"] ?? 1, latest: bounds?["latest"] ?? 0)
+        }
+    }
+}
