@@ -81,6 +81,12 @@ let package = Package(
             path: "Shared/CZeroMQ",
             providers: [.apt(["libzmq3-dev"])]
         ),
+        // The terminal through ncursesw (Debian: libncurses-dev), for the terminal UI.
+        .systemLibrary(
+            name: "CNcursesw",
+            path: "Services/Tether/CNcursesw",
+            providers: [.apt(["libncurses-dev"])]
+        ),
         // Linux headers the Glibc module leaves out (eventfd).
         .systemLibrary(name: "CLinux", path: "Shared/CLinux"),
         .target(
@@ -149,7 +155,7 @@ let package = Package(
         )
         + program(
             "tether", library: "FrontEnd", folder: "Tether",
-            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle]
+            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", "CNcursesw", .logging, .serviceLifecycle]
         )
         + program(
             "tether-tap", library: "BusTap", folder: "Tap",

@@ -13,7 +13,8 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Send.self, Watch.self, Status.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self]
+        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self],
+        defaultSubcommand: Chat.self
     )
 }
 
@@ -31,6 +32,43 @@ func commandError(_ error: any Error) -> any Error {
     guard let error = error as? BusError, error.isUnreachable else { return error }
     FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
     return ExitCode(notRunningExitCode)
+}
+
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Chat in the terminal (the default): the conversation, a banner when the connection is not there, a composer.",
+        discussion: """
+            Enter sends; Up and Down recall what was sent; PgUp and PgDn scroll; Esc hides the \
+            banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-Z suspends (the connection \
+            closes; fg brings it back); Ctrl-C quits. With --plain, or when the output is not a \
+            terminal: plain lines, every change announced in words; lines typed are sent.
+            """
+    )
+
+    @OptionGroup var options: ProgramOptions
+
+    @Flag(help: "Plain lines instead of the full screen: for screen readers, logs and pipes.")
+    var plain = false
+
+    func run() async throws {
+        let bus = try openBus(options)
+        let plainLines = plain || isatty(STDOUT_FILENO) == 0 || isatty(STDIN_FILENO) == 0
+        let name = plainLines ? "tether --plain" : TerminalSession.frontEndName
+        do {
+            // Subscribe first, then the snapshot: nothing falls between the two (the Clone pattern).
+            let events = try await bus.subscribe(
+                to: ["conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name], confirm: true)
+            let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
+            if plainLines {
+                await PlainSession(bus: bus, frame: frame).run(events: events)
+            } else {
+                await TerminalSession(bus: bus, frame: frame).run(events: events)
+            }
+        } catch {
+            throw commandError(error)
+        }
+        await bus.close()
+    }
 }
 
 struct Send: AsyncParsableCommand {

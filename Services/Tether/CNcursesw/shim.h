@@ -1,0 +1,104 @@
+// The terminal through ncursesw (wide characters). Everything Swift needs is here as a small
+// function, so that no ncurses macro or global (stdscr) crosses into Swift.
+#ifndef TETHER_NCURSESW_SHIM_H
+#define TETHER_NCURSESW_SHIM_H
+
+#define NCURSES_WIDECHAR 1
+#include <ncursesw/curses.h>
+#include <locale.h>
+#include <wchar.h>
+
+enum {
+    TETHER_STYLE_PLAIN = 0,
+    TETHER_STYLE_WARNING = 1,
+    TETHER_STYLE_ERROR = 2,
+    TETHER_STYLE_GOOD = 3,
+    TETHER_STYLE_DIM = 4,
+    TETHER_STYLE_TITLE = 5,
+};
+
+enum {
+    TETHER_KEY_NONE = -1,
+    TETHER_KEY_RESIZE = KEY_RESIZE,
+    TETHER_KEY_UP = KEY_UP,
+    TETHER_KEY_DOWN = KEY_DOWN,
+    TETHER_KEY_LEFT = KEY_LEFT,
+    TETHER_KEY_RIGHT = KEY_RIGHT,
+    TETHER_KEY_HOME = KEY_HOME,
+    TETHER_KEY_END = KEY_END,
+    TETHER_KEY_PAGE_UP = KEY_PPAGE,
+    TETHER_KEY_PAGE_DOWN = KEY_NPAGE,
+    TETHER_KEY_BACKSPACE = KEY_BACKSPACE,
+    TETHER_KEY_DELETE = KEY_DC,
+    TETHER_KEY_ENTER = KEY_ENTER,
+};
+
+/// Takes the terminal: UTF-8 from the locale, raw keys (Ctrl-C and Ctrl-Z arrive as keys),
+/// no echo, function keys decoded, and a key read that waits at most `wait_ms`.
+static inline void tether_tui_start(int wait_ms) {
+    setlocale(LC_ALL, "");
+    initscr();
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    timeout(wait_ms);
+    if (has_colors()) {
+        start_color();
+        use_default_colors();
+        init_pair(TETHER_STYLE_WARNING, COLOR_BLACK, COLOR_YELLOW);
+        init_pair(TETHER_STYLE_ERROR, COLOR_WHITE, COLOR_RED);
+        init_pair(TETHER_STYLE_GOOD, COLOR_BLACK, COLOR_GREEN);
+        init_pair(TETHER_STYLE_DIM, COLOR_CYAN, -1);
+        init_pair(TETHER_STYLE_TITLE, COLOR_BLACK, COLOR_WHITE);
+    }
+}
+
+/// Gives the terminal back as it was.
+static inline void tether_tui_stop(void) { endwin(); }
+
+/// Takes the terminal again after `tether_tui_stop` (after the process was stopped and continued).
+static inline void tether_tui_resume(void) { refresh(); }
+
+static inline int tether_tui_rows(void) { return getmaxy(stdscr); }
+static inline int tether_tui_columns(void) { return getmaxx(stdscr); }
+
+/// Writes a whole row: UTF-8 text in a style; the rest of the row is cleared.
+static inline void tether_tui_row(int row, const char *text, int style) {
+    move(row, 0);
+    clrtoeol();
+    if (style != TETHER_STYLE_PLAIN && has_colors()) attron(COLOR_PAIR(style));
+    if (style == TETHER_STYLE_TITLE && !has_colors()) attron(A_REVERSE);
+    addstr(text);
+    if (style != TETHER_STYLE_PLAIN) {
+        // A banner fills its row.
+        if (style != TETHER_STYLE_DIM) {
+            int y, x;
+            getyx(stdscr, y, x);
+            (void)y;
+            for (int column = x; column < getmaxx(stdscr); column++) addch(' ');
+        }
+        attrset(A_NORMAL);
+    }
+}
+
+static inline void tether_tui_cursor(int row, int column) { move(row, column); }
+static inline void tether_tui_show(void) { refresh(); }
+
+/// The next key, or TETHER_KEY_NONE when none came in time. `*function` is set when it is
+/// a function key (TETHER_KEY_…) rather than a character.
+static inline int tether_tui_key(int *function) {
+    wint_t key;
+    int result = get_wch(&key);
+    if (result == ERR) return TETHER_KEY_NONE;
+    *function = (result == KEY_CODE_YES);
+    return (int)key;
+}
+
+/// Columns a Unicode scalar takes by the locale's character set (-1: not printable).
+/// Declared here: <wchar.h> shows it only with _XOPEN_SOURCE, which would change other headers.
+extern int wcwidth(wchar_t);
+static inline int tether_tui_scalar_width(unsigned int scalar) { return wcwidth((wchar_t)scalar); }
+
+#endif

@@ -1,0 +1,244 @@
+import Foundation
+public import TetherBus
+public import TetherSchema
+import TetherWire
+
+/// A key as the terminal UI reads it.
+public enum Key: Sendable, Equatable {
+    case character(Character)
+    /// A control key: `control("c")` is Ctrl-C.
+    case control(Character)
+    case enter, backspace, delete, escape
+    case left, right, up, down, home, end, pageUp, pageDown
+    case resize
+}
+
+/// What the terminal UI must do for a key.
+public enum ChatAction: Sendable, Equatable {
+    case send(String)
+    case reconnect
+    /// Save the display, suspend the connection, stop the process until it is continued.
+    case suspend
+    case quit
+}
+
+/// One row of the screen as drawn.
+public struct ScreenRow: Sendable, Equatable {
+    public enum Style: Sendable, Equatable {
+        case plain, warning, error, good, dim, title
+    }
+
+    public var text: String
+    public var style: Style
+
+    public init(_ text: String, _ style: Style = .plain) {
+        self.text = text
+        self.style = style
+    }
+}
+
+/// A whole screen: its rows, top to bottom, and where the cursor goes.
+public struct ScreenFrame: Sendable, Equatable {
+    public var rows: [ScreenRow]
+    public var cursorRow: Int
+    public var cursorColumn: Int
+}
+
+/// The terminal UI's state as a value: the conversation (with replies growing in place),
+/// the bot's activity, the banner, the composer and the scroll position. Bus messages and
+/// keys go in; actions and frames come out. Nothing here touches the terminal.
+public struct ChatScreen: Sendable {
+    public let frontEnd: String
+    public private(set) var transcript: TranscriptModel
+    public private(set) var banner = Banner()
+    public private(set) var composer: Composer
+    /// Lines scrolled up from the newest; 0 follows the conversation.
+    public private(set) var scrollOffset: Int
+    /// Replies still streaming, in the order they started.
+    private var streaming: [StreamProgress] = []
+    private var bot: BotActivity?
+    private var pendingCount = 0
+    private var connection: ConnectionStatus?
+    /// The last problem with something the user did, in words, until the next key.
+    private var notice: String?
+    /// The screen as saved when the front end last left, drawn until the transcript is known.
+    private let savedScreen: [String]
+
+    /// Starts from snapd's first frame: the transcript, and the display as the user left it.
+    public init(frontEnd: String, frame: FirstFrame) {
+        self.frontEnd = frontEnd
+        transcript = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
+        composer = Composer(draft: frame.display?.draft ?? "", history: frame.display?.history ?? [])
+        scrollOffset = frame.display?.scrollOffset ?? 0
+        savedScreen = frame.display?.screen ?? []
+    }
+
+    // MARK: Input
+
+    /// Applies a bus message; true when the screen changed.
+    @discardableResult
+    public mutating func apply(_ message: BusMessage, at now: ContinuousClock.Instant) -> Bool {
+        switch message.topic {
+        case .conversationMessage:
+            guard let entry = try? message.decode(TranscriptEntry.self), transcript.apply(entry) != nil else { return false }
+            if entry.sender != .user { streaming.removeAll { $0.id == entry.id } }
+        case .conversationDelivery:
+            guard let update = try? message.decode(DeliveryUpdate.self), transcript.apply(update) != nil else { return false }
+        case .conversationStream:
+            guard let progress = try? message.decode(StreamProgress.self) else { return false }
+            if let index = streaming.firstIndex(where: { $0.id == progress.id }) {
+                guard progress.chunkIndex >= streaming[index].chunkIndex else { return false }
+                streaming[index] = progress
+            } else if !transcript.entries.contains(where: { $0.id == progress.id }) {
+                streaming.append(progress)
+            }
+            if progress.isFinal { streaming.removeAll { $0.id == progress.id && transcript.entries.contains { $0.id == progress.id } } }
+        case .connectionState:
+            guard let status = try? message.decode(ConnectionStatus.self) else { return false }
+            connection = status
+            banner.update(status, at: now)
+        case .botState:
+            guard let activity = try? message.decode(BotActivity.self) else { return false }
+            bot = activity
+        case .outboxSummary:
+            guard let summary = try? message.decode(OutboxSummary.self) else { return false }
+            pendingCount = summary.pending
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Applies a key; returns what the UI must do, if anything.
+    public mutating func handle(_ key: Key, at now: ContinuousClock.Instant) -> ChatAction? {
+        notice = nil
+        switch key {
+        case .character(let character):
+            // "Connection lost — press r to reconnect": r reconnects when nothing is being typed.
+            if character == "r", composer.isEmpty, banner.isFailed { return .reconnect }
+            composer.insert(character)
+        case .enter:
+            guard let line = composer.submit() else { return nil }
+            scrollOffset = 0
+            return .send(line)
+        case .backspace: composer.deleteBackward()
+        case .delete: composer.deleteForward()
+        case .left: composer.moveLeft()
+        case .right: composer.moveRight()
+        case .home, .control("a"): composer.moveToStart()
+        case .end, .control("e"): composer.moveToEnd()
+        case .up: composer.recallOlder()
+        case .down: composer.recallNewer()
+        case .pageUp: scrollOffset += 10
+        case .pageDown: scrollOffset = max(0, scrollOffset - 10)
+        case .escape: banner.dismiss(at: now)
+        case .control("r"): return .reconnect
+        case .control("z"): return .suspend
+        case .control("c"): return .quit
+        case .control("d") where composer.isEmpty: return .quit
+        case .control, .resize: break
+        }
+        return nil
+    }
+
+    /// Says something went wrong with what the user asked, until the next key.
+    public mutating func report(_ problem: String) {
+        notice = problem
+    }
+
+    // MARK: Output
+
+    /// The screen for a terminal of `width` columns and `height` rows.
+    public func render(width: Int, height: Int, at now: ContinuousClock.Instant) -> ScreenFrame {
+        let width = max(10, width)
+        let height = max(4, height)
+        var rows: [ScreenRow] = []
+        if let shown = banner.shown(at: now) {
+            let style: ScreenRow.Style =
+                switch shown.tone {
+                case .waiting: .warning
+                case .problem: .error
+                case .good: .good
+                }
+            rows.append(ScreenRow(" " + TerminalText.fit(shown.words + (shown.tone == .good ? "" : "   (Esc hides)"), width: width - 1), style))
+        }
+        let composerRows = 1
+        let statusRows = 1
+        let area = height - rows.count - composerRows - statusRows
+        let (visible, offset) = visibleConversation(width: width, rows: area)
+        rows.append(contentsOf: Array(repeating: ScreenRow(""), count: area - visible.count))
+        rows.append(contentsOf: visible)
+        rows.append(ScreenRow(TerminalText.fit(statusLine(scrolled: offset), width: width), .dim))
+        let prompt = "> "
+        let (composerText, cursorColumn) = TerminalText.window(composer.text, cursor: composer.cursor, width: width - prompt.count)
+        rows.append(ScreenRow(prompt + composerText))
+        return ScreenFrame(rows: rows, cursorRow: rows.count - 1, cursorColumn: prompt.count + cursorColumn)
+    }
+
+    /// The conversation rows that fit in `rows` at the scroll position, and the offset used.
+    private func visibleConversation(width: Int, rows: Int) -> ([ScreenRow], Int) {
+        let lines = conversationLines(width: width)
+        let offset = min(scrollOffset, max(0, lines.count - rows))
+        let end = lines.count - offset
+        return (Array(lines[max(0, end - rows)..<end]), offset)
+    }
+
+    /// The lines of the conversation, wrapped to `width`: messages with their delivery marks,
+    /// then replies still streaming, growing in place.
+    func conversationLines(width: Int) -> [ScreenRow] {
+        if transcript.entries.isEmpty && streaming.isEmpty {
+            return savedScreen.isEmpty ? [ScreenRow("No messages yet. Type one and press Enter.", .dim)] : savedScreen.map { ScreenRow($0) }
+        }
+        var rows: [ScreenRow] = []
+        for entry in transcript.entries {
+            let style: ScreenRow.Style =
+                switch entry.status {
+                case .failed, .expired, .cancelled, .incomplete: .error
+                default: .plain
+                }
+            for line in TerminalText.wrap(Self.text(of: entry), width: width) { rows.append(ScreenRow(line, style)) }
+        }
+        for progress in streaming {
+            let name = bot?.botName ?? "Bot"
+            for line in TerminalText.wrap("\(name): \(progress.content)▍", width: width) { rows.append(ScreenRow(line)) }
+        }
+        return rows
+    }
+
+    /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`.
+    static func text(of entry: TranscriptEntry) -> String {
+        switch entry.sender {
+        case .user:
+            let mark =
+                switch entry.status {
+                case .queued: "… queued"
+                case .sent: "✓ sent"
+                case .delivered: "✓✓ delivered"
+                case .failed: "✗ failed"
+                case .expired: "✗ expired"
+                case .cancelled: "✗ cancelled"
+                case .received, .incomplete: entry.status.rawValue
+                }
+            return "You: \(entry.content)  \(mark)"
+        case .bot(let name):
+            return "\(name.isEmpty ? "Bot" : name): \(entry.content)" + (entry.status == .incomplete ? "  ✗ cut off" : "")
+        }
+    }
+
+    private func statusLine(scrolled offset: Int) -> String {
+        if let notice { return notice }
+        var parts: [String] = []
+        if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…") }
+        if let connection { parts.append(connection.phase == .connected ? "Connected" : connection.phase.words) }
+        if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
+        if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
+        parts.append("Enter send · ↑ history · PgUp scroll · Ctrl-R reconnect · Ctrl-Z suspend · Ctrl-C quit")
+        return parts.joined(separator: " · ")
+    }
+
+    /// What to save so the next start draws this screen again.
+    public func displaySnapshot(width: Int, height: Int) -> DisplaySnapshot {
+        let (conversation, _) = visibleConversation(width: max(10, width), rows: max(1, height - 2))
+        return DisplaySnapshot(frontEnd: frontEnd, screen: conversation.map(\.text), scrollOffset: scrollOffset, draft: composer.draft, history: composer.history)
+    }
+}

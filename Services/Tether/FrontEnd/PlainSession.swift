@@ -1,0 +1,113 @@
+import Foundation
+public import TetherBus
+import TetherSchema
+import TetherWire
+
+/// The conversation as plain lines, for screen readers, logs and pipes: the stored
+/// transcript, then each message and reply as it completes, and every change of the
+/// connection, the network and the bot announced in words. Lines typed on standard input
+/// are sent.
+public struct PlainSession: Sendable {
+    private let bus: BusClient
+    private let frame: FirstFrame
+
+    public init(bus: BusClient, frame: FirstFrame) {
+        self.bus = bus
+        self.frame = frame
+    }
+
+    /// Runs until standard input ends (then waits `linger` for replies still coming) or the task is cancelled.
+    public func run(events: BusSubscription, linger: Duration = .seconds(30)) async {
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether --plain")
+        let formatter = TranscriptFormatter()
+        let bus = self.bus
+        for entry in frame.entries { Self.say(formatter.line(for: entry)) }
+        if frame.entries.isEmpty { Self.say("No messages yet. Type one and press Enter.") }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await presence.run() }
+            group.addTask {
+                var announcer = PlainAnnouncer(model: TranscriptModel(snapshot: frame.entries, revision: frame.revision))
+                for await message in events {
+                    for line in announcer.lines(for: message) { Self.say(line) }
+                }
+            }
+            for await line in Self.standardInputLines() {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard !text.isEmpty else { continue }
+                do {
+                    _ = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
+                } catch {
+                    Self.say("Not sent: \(error)")
+                }
+            }
+            // Input ended (a pipe): give the replies time to come, then leave.
+            try? await Task.sleep(for: linger)
+            group.cancelAll()
+        }
+        presence.leave()
+    }
+
+    /// Lines of standard input, read on a thread of their own (a read blocks).
+    private static func standardInputLines() -> AsyncStream<String> {
+        let (lines, continuation) = AsyncStream<String>.makeStream()
+        Thread.detachNewThread {
+            while let line = readLine() { continuation.yield(line) }
+            continuation.finish()
+        }
+        return lines
+    }
+
+    private static func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// Turns bus messages into the plain lines that announce them; silent about what changes nothing.
+public struct PlainAnnouncer: Sendable {
+    private var model: TranscriptModel
+    private var phase: ConnectionPhase?
+    private var wasConnected = false
+    private var network: NetworkPath?
+    private var botState: BotState?
+    private let formatter = TranscriptFormatter()
+
+    public init(model: TranscriptModel) {
+        self.model = model
+    }
+
+    public mutating func lines(for message: BusMessage) -> [String] {
+        switch message.topic {
+        case .conversationMessage:
+            guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return [] }
+            if case .updated = change, entry.sender == .user { return [] }
+            return [formatter.line(for: entry)]
+        case .conversationDelivery:
+            guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return [] }
+            // The steps on the way are noise for a listener: say how it ended.
+            guard update.status.isFinal else { return [] }
+            return ["Message \(update.status.rawValue)" + (update.detail.map { ": \($0)" } ?? ".")]
+        case .connectionState:
+            guard let status = try? message.decode(ConnectionStatus.self), status.phase != phase else { return [] }
+            let previous = phase
+            phase = status.phase
+            if status.phase == .connected {
+                defer { wasConnected = true }
+                return wasConnected || previous != nil ? ["Connection: Reconnected."] : ["Connection: Connected."]
+            }
+            return ["Connection: \(status.words)"]
+        case .networkPath:
+            guard let path = try? message.decode(NetworkPath.self), path.satisfied != network?.satisfied || path.interface != network?.interface
+            else { return [] }
+            let first = network == nil
+            network = path
+            if first && path.satisfied { return [] }
+            return [path.satisfied ? "Network: available through \(path.interface ?? "an interface") (\(path.kind?.rawValue ?? "other"))." : "Network: none."]
+        case .botState:
+            guard let activity = try? message.decode(BotActivity.self), activity.state != botState else { return [] }
+            botState = activity.state
+            return activity.state == .idle ? [] : ["\(activity.botName) is \(activity.state.rawValue)…"]
+        default:
+            return []
+        }
+    }
+}

@@ -1,0 +1,192 @@
+import CNcursesw
+import Foundation
+import Synchronization
+public import TetherBus
+import TetherSchema
+import TetherWire
+
+/// The full-screen terminal UI. One thread owns the terminal (ncurses is not thread-safe):
+/// it reads keys, hands the actions they ask for to Swift concurrency and draws the screen
+/// whenever it changed. Bus messages reach the screen's state from async tasks through a lock.
+public final class TerminalSession: Sendable {
+    private let bus: BusClient
+    private let screen: Mutex<ChatScreen>
+    private let dirty = Atomic<Bool>(true)
+    private let actions: AsyncStream<TerminalEvent>
+    private let post: AsyncStream<TerminalEvent>.Continuation
+    /// Signalled by the async side when a suspend is saved and done, so the UI thread can stop the process.
+    private let suspendDone = DispatchSemaphore(value: 0)
+
+    /// What the terminal thread hands to the async side.
+    enum TerminalEvent: Sendable {
+        case action(ChatAction, display: DisplaySnapshot)
+        /// The process was continued after Ctrl-Z.
+        case continued
+        /// The terminal thread ended.
+        case ended(display: DisplaySnapshot)
+    }
+
+    public static let frontEndName = "tether"
+
+    /// Opens the session on `frame`, snapd's first frame.
+    public init(bus: BusClient, frame: FirstFrame) {
+        self.bus = bus
+        screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame))
+        (actions, post) = AsyncStream.makeStream()
+    }
+
+    /// Runs the UI until the user quits; `events` is the bus subscription it draws from.
+    public func run(events: BusSubscription) async {
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: Self.frontEndName)
+        let terminal = Thread { [self] in self.terminalLoop() }
+        terminal.name = "terminal"
+        terminal.start()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await presence.run() }
+            group.addTask {
+                for await message in events {
+                    let changed = self.screen.withLock { $0.apply(message, at: .now) }
+                    if changed { self.dirty.store(true, ordering: .relaxed) }
+                }
+            }
+            for await event in actions {
+                guard await perform(event) else { break }
+            }
+            group.cancelAll()
+        }
+        presence.leave()
+    }
+
+    /// Does what the terminal asked; false once the session is over.
+    private func perform(_ event: TerminalEvent) async -> Bool {
+        switch event {
+        case .action(.send(let text), _):
+            do {
+                let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
+                if reply.status == .failed { report("not sent: the message was refused") }
+            } catch {
+                report("not sent: \(error)")
+            }
+        case .action(.reconnect, _):
+            await connection(.reconnect)
+        case .action(.suspend, let display):
+            // Seed 002: save the screen, close the connection gracefully, then stop.
+            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(1), attempts: 1)
+            await connection(.suspend)
+            suspendDone.signal()
+        case .continued:
+            await connection(.resume)
+        case .action(.quit, let display), .ended(let display):
+            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(1), attempts: 1)
+            return false
+        }
+        return true
+    }
+
+    private func connection(_ action: ConnectionCommand.Action) async {
+        do {
+            _ = try await bus.request(ConnectionCommand.self, .init(action: action), timeout: .seconds(1), attempts: 2)
+        } catch {
+            report("\(action.rawValue) failed: \(error)")
+        }
+    }
+
+    private func report(_ problem: String) {
+        screen.withLock { $0.report(problem) }
+        dirty.store(true, ordering: .relaxed)
+    }
+
+    // MARK: The terminal thread
+
+    private func terminalLoop() {
+        tether_tui_start(40)
+        var lastDraw = ContinuousClock.now
+        while true {
+            let now = ContinuousClock.now
+            // Redraw on a change, and a few times a second for what time changes (the banner's "Reconnected").
+            if dirty.exchange(false, ordering: .relaxed) || now - lastDraw > .milliseconds(250) {
+                draw(at: now)
+                lastDraw = now
+            }
+            var function: Int32 = 0
+            let code = tether_tui_key(&function)
+            guard Int(code) != TETHER_KEY_NONE, let key = Self.key(code, function: function != 0) else { continue }
+            let (action, display) = screen.withLock { screen in
+                let action = screen.handle(key, at: .now)
+                return (action, action == nil ? nil : screen.displaySnapshot(width: Int(tether_tui_columns()), height: Int(tether_tui_rows())))
+            }
+            dirty.store(true, ordering: .relaxed)
+            guard let action, let display else { continue }
+            post.yield(.action(action, display: display))
+            switch action {
+            case .quit:
+                tether_tui_stop()
+                return
+            case .suspend:
+                _ = suspendDone.wait(timeout: .now() + 3)
+                tether_tui_stop()
+                kill(getpid(), SIGSTOP)
+                // Continued (fg): take the terminal back, draw the snapshot at once, reconnect.
+                tether_tui_resume()
+                dirty.store(true, ordering: .relaxed)
+                post.yield(.continued)
+            case .send, .reconnect:
+                break
+            }
+        }
+    }
+
+    private func draw(at now: ContinuousClock.Instant) {
+        let rows = Int(tether_tui_rows())
+        let columns = Int(tether_tui_columns())
+        let frame = screen.withLock { $0.render(width: columns, height: rows, at: now) }
+        for (index, row) in frame.rows.enumerated() where index < rows {
+            tether_tui_row(Int32(index), row.text, Self.style(row.style))
+        }
+        tether_tui_cursor(Int32(frame.cursorRow), Int32(frame.cursorColumn))
+        tether_tui_show()
+    }
+
+    private static func style(_ style: ScreenRow.Style) -> Int32 {
+        let value =
+            switch style {
+            case .plain: TETHER_STYLE_PLAIN
+            case .warning: TETHER_STYLE_WARNING
+            case .error: TETHER_STYLE_ERROR
+            case .good: TETHER_STYLE_GOOD
+            case .dim: TETHER_STYLE_DIM
+            case .title: TETHER_STYLE_TITLE
+            }
+        return Int32(value)
+    }
+
+    /// The key a code from the terminal stands for.
+    static func key(_ code: Int32, function: Bool) -> Key? {
+        if function {
+            switch Int(code) {
+            case TETHER_KEY_RESIZE: return .resize
+            case TETHER_KEY_UP: return .up
+            case TETHER_KEY_DOWN: return .down
+            case TETHER_KEY_LEFT: return .left
+            case TETHER_KEY_RIGHT: return .right
+            case TETHER_KEY_HOME: return .home
+            case TETHER_KEY_END: return .end
+            case TETHER_KEY_PAGE_UP: return .pageUp
+            case TETHER_KEY_PAGE_DOWN: return .pageDown
+            case TETHER_KEY_BACKSPACE: return .backspace
+            case TETHER_KEY_DELETE: return .delete
+            case TETHER_KEY_ENTER: return .enter
+            default: return nil
+            }
+        }
+        switch code {
+        case 10, 13: return .enter
+        case 8, 127: return .backspace
+        case 27: return .escape
+        case 1...26: return .control(Character(UnicodeScalar(UInt8(code) + 96)))
+        default:
+            guard let scalar = UnicodeScalar(UInt32(code)) else { return nil }
+            return .character(Character(scalar))
+        }
+    }
+}

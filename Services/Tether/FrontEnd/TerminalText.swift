@@ -1,0 +1,92 @@
+import CNcursesw
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Text measured in terminal columns: a wide character (CJK, most emoji) takes two, a
+/// combining mark none.
+enum TerminalText {
+    /// wcwidth answers by the locale's character set: make sure it is UTF-8.
+    private static let utf8Locale: Void = {
+        let current = String(cString: setlocale(LC_CTYPE, nil))
+        if !current.uppercased().contains("UTF-8") && !current.uppercased().contains("UTF8") { setlocale(LC_CTYPE, "C.UTF-8") }
+    }()
+
+    /// Columns `character` takes.
+    static func columns(of character: Character) -> Int {
+        _ = utf8Locale
+        var columns = 0
+        for scalar in character.unicodeScalars {
+            let width = Int(tether_tui_scalar_width(scalar.value))
+            columns += max(0, width)
+        }
+        // An emoji sequence (with a variation selector or joiners) is one glyph of two columns.
+        if character.unicodeScalars.count > 1, character.unicodeScalars.first?.properties.isEmojiPresentation == true { return 2 }
+        return min(2, max(columns, character.unicodeScalars.first.map { $0.value < 0x20 ? 0 : 1 } ?? 0))
+    }
+
+    static func columns(of text: some Sequence<Character>) -> Int {
+        text.reduce(0) { $0 + columns(of: $1) }
+    }
+
+    /// `text` cut to at most `width` columns.
+    static func fit(_ text: String, width: Int) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            let taken = columns(of: character)
+            guard used + taken <= width else { break }
+            result.append(character)
+            used += taken
+        }
+        return result
+    }
+
+    /// `text` in lines of at most `width` columns, broken at spaces where possible; a line
+    /// break in the text starts a new line.
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = ""
+            var used = 0
+            var lastSpace: String.Index?
+            for character in paragraph {
+                let taken = columns(of: character)
+                if used + taken > width {
+                    if let space = lastSpace, space > line.startIndex {
+                        let rest = String(line[line.index(after: space)...])
+                        lines.append(String(line[..<space]))
+                        line = rest
+                        used = columns(of: rest)
+                    } else {
+                        lines.append(line)
+                        line = ""
+                        used = 0
+                    }
+                    lastSpace = nil
+                }
+                if character == " " { lastSpace = line.endIndex }
+                line.append(character)
+                used += taken
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+
+    /// The part of `characters` to show in `width` columns so that the cursor is visible,
+    /// and the cursor's column within it.
+    static func window(_ characters: [Character], cursor: Int, width: Int) -> (String, Int) {
+        var start = 0
+        while start < cursor && columns(of: characters[start..<cursor]) >= width { start += 1 }
+        var shown = ""
+        var used = 0
+        for character in characters[start...] {
+            let taken = columns(of: character)
+            guard used + taken <= width else { break }
+            shown.append(character)
+            used += taken
+        }
+        return (shown, columns(of: characters[start..<cursor]))
+    }
+}

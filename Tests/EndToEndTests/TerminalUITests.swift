@@ -1,0 +1,114 @@
+import Foundation
+import Logging
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+
+/// The terminal UI in a real terminal (tmux), against the whole set: typed into with
+/// send-keys, read with capture-pane.
+@Suite(.serialized) struct TerminalUITests {
+    private func startUI(_ set: ComposedSet, columns: Int = 100, rows: Int = 30) throws -> Tmux {
+        try Tmux([Programs.path("tether"), "--run-dir", set.run.path], columns: columns, rows: rows, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+    }
+
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func chatInTheTerminalWithTheBannerThroughAGatewayRestart() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let earlier = try set.tether(["send", "hello from before"])
+        #expect(earlier.status == 0)
+
+        // The first frame is the stored transcript.
+        let started = ContinuousClock.now
+        let ui = try startUI(set)
+        let first = try await ui.waitFor("You: hello from before  ✓✓ delivered", "Opta: You said: hello from before")
+        print("terminal UI: first frame with the stored transcript \(started.duration(to: .now)) after it started")
+        #expect(first.split(separator: "\n").last { !$0.isEmpty }?.hasPrefix(">") == true, "no composer at the bottom:\n\(first)")
+
+        // A message typed and sent: delivered, and the reply streamed in place.
+        try await set.faults(#"{"frameDelayMilliseconds": 120}"#)
+        try ui.type("how are you? 你好")
+        try ui.press("Enter")
+        let growing = try await ui.waitFor("▍", timeout: .seconds(10))
+        #expect(growing.contains("Opta: "), "the streamed reply is not growing in place:\n\(growing)")
+        let answered = try await ui.waitFor("You: how are you? 你好  ✓✓ delivered", "Opta: You said: how are you? 你好")
+        #expect(!answered.contains("▍"))
+        try await set.faults("{}", method: "DELETE")
+        print("terminal UI after a message:\n\(answered)")
+
+        // The gateway killed: the banner says so; back: "Reconnected", then no banner.
+        let gateway = try #require(set.pid(of: "gateway"))
+        kill(gateway, SIGKILL)
+        let lost = try await ui.waitFor("Reconnecting…", timeout: .seconds(10))
+        print("terminal UI with the gateway gone:\n\(lost.split(separator: "\n").prefix(2).joined(separator: "\n"))")
+        _ = try await ui.waitFor("Reconnected", timeout: .seconds(20))
+        _ = try await ui.waitForAbsence(of: "Reconnected", "Reconnecting…", timeout: .seconds(5))
+
+        // Ctrl-C quits, saving the screen and the draft for next time.
+        try ui.type("half a thought")
+        try ui.press("C-c")
+        let quit = await eventually(timeout: .seconds(5)) { !ui.isRunning }
+        #expect(quit, "the terminal UI did not quit on Ctrl-C")
+        let client = try BusClient(source: "tui-test", runDirectory: set.run.runDirectory, logger: Logger(label: "tui-test"))
+        let frame = try await client.request(SnapshotCommand.self, .init(frontEnd: "tether"))
+        #expect(frame.display?.draft == "half a thought")
+        #expect(frame.display?.history == ["how are you? 你好"])
+        #expect(frame.display?.screen.contains { $0.contains("Opta: You said: how are you? 你好") } == true)
+        await client.close()
+    }
+
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func ctrlZSuspendsAndContinuingResumes() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "tui-test", runDirectory: set.run.runDirectory, logger: Logger(label: "tui-test"))
+        let flow = try await TopicRecorder(bus: client, prefixes: [Topic.connectionState.name, Topic.snapshotSaved.name])
+        let ui = try startUI(set)
+        _ = try await ui.waitFor("Ctrl-C quit")
+        try ui.type("draft kept")
+        let pid = try ui.pid()
+
+        let pressed = ContinuousClock.now
+        try ui.press("C-z")
+        let suspended = try await flow.waitFor(.connectionState, as: ConnectionStatus.self, since: pressed) { $0.phase == .suspended }
+        #expect(suspended.decode(ConnectionStatus.self)?.suspendReason == .command)
+        let saved = try await flow.waitFor(.snapshotSaved, as: SnapshotSaved.self, since: pressed) { $0.kind == .display }
+        #expect(saved.receivedAt <= suspended.receivedAt, "the display is saved before the connection closes")
+        print("Ctrl-Z: display saved and \"Disconnected (app suspended)\" \(pressed.duration(to: suspended.receivedAt)) after the key")
+
+        // What a shell's fg does: continue the process. It draws at once and reconnects.
+        let continued = ContinuousClock.now
+        kill(pid, SIGCONT)
+        let back = try await flow.waitFor(.connectionState, as: ConnectionStatus.self, since: continued) { $0.phase == .connected }
+        print("continued: connected again \(continued.duration(to: back.receivedAt)) later")
+        _ = try await ui.waitFor("> draft kept")
+        try ui.press("C-c")
+        await client.close()
+    }
+
+    @Test func plainLinesAnnounceEveryChangeInWords() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        #expect(try set.tether(["send", "before"]).status == 0)
+        let plain = try ChildProcess(Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain")
+        defer { plain.stop() }
+        let drawn = await eventually { plain.standardOutput.contains("you: before [delivered]") && plain.standardOutput.contains("Opta: You said: before") }
+        #expect(drawn, "the stored transcript was not printed: \(plain.standardOutput)")
+
+        #expect(try set.tether(["send", "while watching"]).status == 0)
+        let followed = await eventually {
+            plain.standardOutput.contains("you: while watching") && plain.standardOutput.contains("Message delivered.")
+                && plain.standardOutput.contains("Opta: You said: while watching")
+        }
+        #expect(followed, "the exchange was not announced: \(plain.standardOutput)")
+
+        let gateway = try #require(set.pid(of: "gateway"))
+        kill(gateway, SIGKILL)
+        let announced = await eventually(timeout: .seconds(20)) {
+            plain.standardOutput.contains("Connection: Reconnecting…") && plain.standardOutput.contains("Connection: Reconnected.")
+        }
+        #expect(announced, "the connection's changes were not announced: \(plain.standardOutput)")
+        print("tether --plain:\n\(plain.standardOutput)")
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+@testable import FrontEnd
+import Testing
+import TetherBus
+import TetherSchema
+import TetherWire
+
+@Suite struct BannerTests {
+    private func status(_ phase: ConnectionPhase, epoch: Int = 1) -> ConnectionStatus {
+        ConnectionStatus(phase: phase, url: "ws://gateway/ws", epoch: epoch)
+    }
+
+    @Test func seed002WordsThenReconnectedBrieflyThenNothing() {
+        var banner = Banner()
+        let start = ContinuousClock.now
+        #expect(banner.shown(at: start)?.words == "Connecting…")
+        banner.update(status(.connected), at: start)
+        #expect(banner.shown(at: start) == nil, "the first connection needs no banner")
+        banner.update(status(.reconnecting), at: start)
+        #expect(banner.shown(at: start) == .init(words: "Reconnecting…", tone: .waiting))
+        banner.update(status(.connected, epoch: 2), at: start + .seconds(1))
+        #expect(banner.shown(at: start + .seconds(2)) == .init(words: "Reconnected", tone: .good))
+        #expect(banner.shown(at: start + .seconds(3) + .milliseconds(10)) == nil, "Reconnected stays 2 s")
+        banner.update(ConnectionStatus(phase: .failed, url: "ws://gateway/ws", epoch: 2, failure: .retriesExhausted), at: start + .seconds(4))
+        #expect(banner.shown(at: start + .seconds(4))?.words.hasPrefix("Connection lost — press r to reconnect") == true)
+        #expect(banner.shown(at: start + .seconds(4))?.tone == .problem)
+        banner.update(status(.waitingForNetwork, epoch: 2), at: start + .seconds(5))
+        #expect(banner.shown(at: start + .seconds(5))?.words == "No network — waiting for connection.")
+    }
+
+    @Test func dismissedUntilTheWordsChange() {
+        var banner = Banner()
+        let now = ContinuousClock.now
+        banner.update(status(.suspended), at: now)
+        #expect(banner.shown(at: now)?.words == "Disconnected (app suspended)")
+        banner.dismiss(at: now)
+        #expect(banner.shown(at: now) == nil)
+        banner.update(status(.reconnecting), at: now)
+        #expect(banner.shown(at: now)?.words == "Reconnecting…")
+    }
+}
+
+@Suite struct ComposerTests {
+    @Test func editingAndHistory() {
+        var composer = Composer(draft: "helo")
+        composer.moveLeft()
+        composer.insert("l")
+        #expect(composer.draft == "hello")
+        #expect(composer.submit() == "hello")
+        #expect(composer.isEmpty)
+        for character in "second" { composer.insert(character) }
+        #expect(composer.submit() == "second")
+        composer.insert("x")
+        composer.recallOlder()
+        #expect(composer.draft == "second")
+        composer.recallOlder()
+        #expect(composer.draft == "hello")
+        composer.recallNewer()
+        composer.recallNewer()
+        #expect(composer.draft == "x", "the line being typed comes back after the newest")
+        composer.deleteBackward()
+        #expect(composer.submit() == nil, "a blank line is not sent")
+        #expect(composer.history == ["hello", "second"])
+    }
+}
+
+@Suite struct TerminalTextTests {
+    @Test func wideCharactersTakeTwoColumns() {
+        #expect(TerminalText.columns(of: "abc") == 3)
+        #expect(TerminalText.columns(of: "你好") == 4)
+        #expect(TerminalText.columns(of: "e\u{301}") == 1, "a combining accent takes no column")
+        #expect(TerminalText.fit("你好世界", width: 5) == "你好")
+    }
+
+    @Test func wrapsAtSpacesWithinTheWidth() {
+        let lines = TerminalText.wrap("Opta: the quick brown fox jumps over the lazy dog", width: 16)
+        #expect(lines == ["Opta: the quick", "brown fox jumps", "over the lazy", "dog"])
+        #expect(lines.allSatisfy { TerminalText.columns(of: $0) <= 16 })
+        let wide = TerminalText.wrap("你好你好你好", width: 5)
+        #expect(wide == ["你好", "你好", "你好"])
+    }
+
+    @Test func theComposerWindowKeepsTheCursorVisible() {
+        let text = Array("abcdefghij")
+        let (shown, column) = TerminalText.window(text, cursor: 10, width: 5)
+        #expect(shown == "ghij")
+        #expect(column == 4)
+    }
+}
+
+@Suite struct ChatScreenTests {
+    private func message(_ topic: Topic, _ body: some Encodable) throws -> BusMessage {
+        BusMessage(topic: topic, header: BusHeader(source: "test", sequence: 1), body: try BusSchema.makeEncoder().encode(body))
+    }
+
+    private let start = ContinuousClock.now
+
+    @Test func firstFrameIsTheSnapshotAndARepliesGrowsInPlace() throws {
+        let stored = TranscriptEntry(
+            id: MessageID("a"), sender: .user, content: "hello", timestamp: Date(), status: .delivered, revision: 1)
+        var screen = ChatScreen(
+            frontEnd: "tether",
+            frame: FirstFrame(display: DisplaySnapshot(frontEnd: "tether", draft: "unsent", history: ["hello"]), identity: nil, entries: [stored], revision: 1))
+        var frame = screen.render(width: 40, height: 8, at: start)
+        #expect(frame.rows.count == 8)
+        #expect(frame.rows.contains(ScreenRow("You: hello  ✓✓ delivered")))
+        #expect(frame.rows.last?.text == "> unsent")
+        #expect(frame.cursorColumn == 8)
+
+        screen.apply(try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 0, chunk: "You ", content: "You ", isFinal: false)), at: start)
+        frame = screen.render(width: 40, height: 8, at: start)
+        #expect(frame.rows.contains(ScreenRow("Bot: You ▍")))
+        screen.apply(try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 1, chunk: "said", content: "You said", isFinal: false)), at: start)
+        screen.apply(
+            try message(.conversationMessage, TranscriptEntry(id: MessageID("r"), sender: .bot(name: "Opta"), content: "You said", timestamp: Date(), status: .received, revision: 2)),
+            at: start)
+        frame = screen.render(width: 40, height: 8, at: start)
+        #expect(frame.rows.contains(ScreenRow("Opta: You said")))
+        #expect(!frame.rows.contains { $0.text.contains("▍") }, "the finished reply replaced the growing one")
+    }
+
+    @Test func keysBecomeActionsAndTheBannerSitsOnTop() throws {
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        for character in "hi" { _ = screen.handle(.character(character), at: start) }
+        #expect(screen.handle(.enter, at: start) == .send("hi"))
+        screen.apply(try message(.connectionState, ConnectionStatus(phase: .failed, url: "ws://g/ws", epoch: 1, failure: .unreachable)), at: start)
+        let frame = screen.render(width: 60, height: 6, at: start)
+        #expect(frame.rows.first?.style == .error)
+        #expect(frame.rows.first?.text.contains("Connection lost — press r to reconnect") == true)
+        #expect(screen.handle(.character("r"), at: start) == .reconnect, "r reconnects when nothing is typed")
+        #expect(screen.handle(.control("z"), at: start) == .suspend)
+        #expect(screen.handle(.escape, at: start) == nil)
+        #expect(screen.render(width: 60, height: 6, at: start).rows.first?.style != .error, "Esc hides the banner")
+        #expect(screen.handle(.control("c"), at: start) == .quit)
+    }
+}
