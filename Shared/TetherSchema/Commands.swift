@@ -135,11 +135,14 @@ public enum SnapshotCommand: BusCommand {
         public var identity: ConnectionIdentity?
         /// The newest page of the transcript; older pages come from ``TranscriptCommand``.
         public var transcript: TranscriptCommand.Reply
+        /// Replies still streaming, as far as they came, in the order they started.
+        public var streaming: [StreamProgress]
 
-        public init(display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply) {
+        public init(display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply, streaming: [StreamProgress] = []) {
             self.display = display
             self.identity = identity
             self.transcript = transcript
+            self.streaming = streaming
         }
     }
 }

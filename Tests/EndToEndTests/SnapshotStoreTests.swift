@@ -176,4 +176,24 @@ import TetherWire
         #expect(database.range(of: Data(try set.gatewayToken.utf8)) == nil, "the token is in snapd's database")
         await client.close()
     }
+
+    @Test func aFrontEndStartingDuringAStreamedReplyGetsItAsFarAsItCame() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "snapd-test", runDirectory: set.run.runDirectory, logger: Logger(label: "snapd-test"))
+        try await set.faults(#"{"frameDelayMilliseconds": 200}"#)
+        let id = MessageID.random()
+        _ = try await client.request(SendMessageCommand.self, .init(id: id, content: "a reply that takes its time"))
+        let partial = await eventually(timeout: .seconds(10)) {
+            guard let streaming = try? await client.request(SnapshotCommand.self, .init(frontEnd: "tether")).streaming.first else { return false }
+            return !streaming.isFinal && "You said: a reply that takes its time".hasPrefix(streaming.content) && !streaming.content.isEmpty
+        }
+        #expect(partial, "snapd's snapshot had no reply in progress")
+        let whole = await eventually(timeout: .seconds(20)) {
+            guard let frame = try? await client.request(SnapshotCommand.self, .init(frontEnd: "tether")) else { return false }
+            return frame.streaming.isEmpty && frame.transcript.entries.contains { $0.content == "You said: a reply that takes its time" }
+        }
+        #expect(whole, "the finished reply did not replace the one in progress")
+        await client.close()
+    }
 }

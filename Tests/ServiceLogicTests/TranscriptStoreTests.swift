@@ -107,4 +107,17 @@ import TetherWire
         #expect(try await reopened.display(for: "other") == nil)
         #expect(try await reopened.identity() == identity)
     }
+
+    @Test func aReplyStreamingIsKeptUntilItIsWhole() async throws {
+        let run = try TestRunDirectory()
+        let store = try TranscriptStore(path: run.path + "/snapd.sqlite")
+        let id = MessageID("r")
+        try await store.apply(StreamProgress(id: id, chunkIndex: 1, chunk: "lo", content: "Hello", isFinal: false))
+        try await store.apply(StreamProgress(id: id, chunkIndex: 0, chunk: "Hel", content: "Hel", isFinal: false))
+        #expect(try await store.streams().map(\.content) == ["Hello"], "an older chunk changes nothing")
+        try await store.apply(entry("r", .received, sender: .bot(name: "Opta"), content: "Hello there"))
+        #expect(try await store.streams().isEmpty)
+        try await store.apply(StreamProgress(id: id, chunkIndex: 2, chunk: " there", content: "Hello there", isFinal: true))
+        #expect(try await store.streams().isEmpty, "a chunk after the whole reply does not bring the stream back")
+    }
 }

@@ -24,7 +24,8 @@ public struct SnapshotService: Service {
 
     public func run() async throws {
         // Subscribe first, then catch up: a change published in between is in one or the other.
-        let updates = try await bus.subscribe(to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.connectionIdentity.name])
+        let updates = try await bus.subscribe(
+            to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name])
         let commands = try await bus.serve(endpoint: Endpoints.snapshotStore)
         let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let dispatcher = makeDispatcher()
@@ -55,7 +56,7 @@ public struct SnapshotService: Service {
         dispatcher.on(SnapshotCommand.self) { request in
             SnapshotCommand.Reply(
                 display: try await store.display(for: request.frontEnd), identity: try await store.identity(),
-                transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit)))
+                transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit)), streaming: try await store.streams())
         }
         dispatcher.on(SaveDisplayCommand.self) { display in
             try await store.save(display)
@@ -74,6 +75,9 @@ public struct SnapshotService: Service {
                     applied = try await store.apply(try message.decode(TranscriptEntry.self))
                 case .conversationDelivery:
                     applied = try await store.apply(try message.decode(DeliveryUpdate.self))
+                case .conversationStream:
+                    try await store.apply(try message.decode(StreamProgress.self))
+                    continue
                 case .connectionIdentity:
                     if try await store.save(try message.decode(ConnectionIdentity.self)) {
                         try? bus.publish(SnapshotSaved(kind: .identity), on: .snapshotSaved)

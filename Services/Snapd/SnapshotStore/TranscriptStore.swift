@@ -54,6 +54,15 @@ public struct TranscriptStore: Sendable {
                 table.column("snapshot", .blob).notNull()
             }
         }
+        migrator.registerMigration("create streams") { db in
+            // Replies still streaming: the latest progress of each, until the whole reply comes.
+            try db.create(table: "stream") { table in
+                table.autoIncrementedPrimaryKey("position")
+                table.column("id", .text).notNull().unique()
+                table.column("chunkIndex", .integer).notNull()
+                table.column("progress", .blob).notNull()
+            }
+        }
         return migrator
     }
 
@@ -122,7 +131,31 @@ public struct TranscriptStore: Sendable {
         }
     }
 
+    /// Keeps the latest progress of a reply still streaming; a reply already whole, or an
+    /// older chunk, changes nothing.
+    public func apply(_ progress: StreamProgress) async throws {
+        let body = try BusSchema.makeEncoder().encode(progress)
+        try await database.write { db in
+            guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return }
+            try db.execute(
+                sql: """
+                    INSERT INTO stream (id, chunkIndex, progress) VALUES (?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET chunkIndex = excluded.chunkIndex, progress = excluded.progress WHERE excluded.chunkIndex >= stream.chunkIndex
+                    """,
+                arguments: [progress.id.value, progress.chunkIndex, body])
+        }
+    }
+
+    /// Replies still streaming, in the order they started.
+    public func streams() async throws -> [StreamProgress] {
+        let bodies = try await database.read { db in try Data.fetchAll(db, sql: "SELECT progress FROM stream ORDER BY position") }
+        let decoder = BusSchema.makeDecoder()
+        return try bodies.map { try decoder.decode(StreamProgress.self, from: $0) }
+    }
+
     private static func apply(_ entry: TranscriptEntry, in db: Database) throws {
+        // A reply in the transcript is no longer streaming (whole, or cut off for good).
+        if entry.sender != .user { try db.execute(sql: "DELETE FROM stream WHERE id = ?", arguments: [entry.id.value]) }
         let (senderType, senderName): (String, String?) =
             switch entry.sender {
             case .user: ("user", nil)

@@ -71,6 +71,7 @@ public struct ChatScreen: Sendable {
         composer = Composer(draft: frame.display?.draft ?? "", history: frame.display?.history ?? [])
         scrollOffset = frame.display?.scrollOffset ?? 0
         savedScreen = frame.display?.screen ?? []
+        streaming = frame.streaming
     }
 
     // MARK: Input

@@ -103,7 +103,8 @@ public struct Conversation: Sendable {
     public func firstFrame(frontEnd: String, limit: Int = 1000) async throws(BusError) -> FirstFrame {
         let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(limit, TranscriptCommand.pageLimit)))
         let entries = try await olderPages(after: reply.transcript, limit: limit)
-        return FirstFrame(display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision)
+        return FirstFrame(
+            display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision, streaming: reply.streaming)
     }
 
     /// The entries of `first` preceded by older pages, up to `limit` in all, oldest first.
@@ -137,6 +138,8 @@ public struct FirstFrame: Sendable {
     public var entries: [TranscriptEntry]
     /// The entries hold every conversation change up to this revision.
     public var revision: Int
+    /// Replies still streaming, as far as they came.
+    public var streaming: [StreamProgress] = []
 }
 
 /// Follows one sent message through the conversation events.
