@@ -8,6 +8,9 @@ public final class Tmux {
     private let socket: String
     private let session = "tether"
     private let directory: String
+    /// The tmux server and the program in the pane, killed by pid too: the socket may be
+    /// gone with the run directory by the time this is dropped.
+    private var pids: [Int32] = []
 
     /// Starts `command` (an executable and its arguments) in a `columns` × `rows` terminal.
     public init(_ command: [String], columns: Int = 100, rows: Int = 30, directory: String, environment: [String: String] = [:]) throws {
@@ -15,10 +18,13 @@ public final class Tmux {
         self.directory = directory
         let exports = environment.map { "\($0.key)=\($0.value)" }
         try run(["new-session", "-d", "-s", session, "-x", "\(columns)", "-y", "\(rows)", "--", "env"] + exports + command)
+        let found = try run(["display-message", "-p", "-t", session, "#{pid} #{pane_pid}"])
+        pids = found.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
     }
 
     deinit {
-        try? run(["kill-server"])
+        _ = try? run(["kill-server"])
+        for pid in pids { kill(pid, SIGKILL) }
     }
 
     /// The screen, one line a row, as the terminal shows it now.
