@@ -162,16 +162,14 @@ public struct TranscriptStore: Sendable {
             case .bot(let name): ("bot", name)
             }
         let revision = entry.revision ?? 0
-        guard let row = try Row.fetchOne(db, sql: "SELECT status, revision FROM transcript WHERE id = ?", arguments: [entry.id.value]) else {
+        guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: "INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 arguments: [entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value, revision])
             return
         }
-        let storedRevision: Int = row["revision"]
-        if entry.revision != nil && storedRevision >= revision { return }
-        let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
-        guard entry.status.rank >= stored.rank else {
+        guard stored.isOlder(than: entry.revision) else { return }
+        guard entry.status.rank >= stored.status.rank else {
             try db.execute(sql: "UPDATE transcript SET revision = MAX(revision, ?) WHERE id = ?", arguments: [revision, entry.id.value])
             return
         }
@@ -184,14 +182,29 @@ public struct TranscriptStore: Sendable {
     }
 
     private static func apply(_ delivery: DeliveryUpdate, in db: Database) throws {
-        guard let row = try Row.fetchOne(db, sql: "SELECT status, revision FROM transcript WHERE id = ?", arguments: [delivery.id.value]) else { return }
-        let revision = delivery.revision ?? 0
-        let storedRevision: Int = row["revision"]
-        if delivery.revision != nil && storedRevision >= revision { return }
-        let stored = DeliveryStatus(rawValue: row["status"]) ?? .queued
-        let status = delivery.status.rank >= stored.rank ? delivery.status : stored
+        guard let stored = try stored(delivery.id, in: db), stored.isOlder(than: delivery.revision) else { return }
+        let status = delivery.status.rank >= stored.status.rank ? delivery.status : stored.status
         try db.execute(
-            sql: "UPDATE transcript SET status = ?, revision = MAX(revision, ?) WHERE id = ?", arguments: [status.rawValue, revision, delivery.id.value])
+            sql: "UPDATE transcript SET status = ?, revision = MAX(revision, ?) WHERE id = ?",
+            arguments: [status.rawValue, delivery.revision ?? 0, delivery.id.value])
+    }
+
+    /// An entry as stored, for deciding whether a change applies to it.
+    private struct StoredEntry {
+        var status: DeliveryStatus
+        var revision: Int
+
+        /// Whether a change at `revision` is newer than this; a change without a revision
+        /// (from a publisher that keeps no journal) always is, and the status rank decides.
+        func isOlder(than change: Int?) -> Bool {
+            change.map { $0 > revision } ?? true
+        }
+    }
+
+    private static func stored(_ id: MessageID, in db: Database) throws -> StoredEntry? {
+        try Row.fetchOne(db, sql: "SELECT status, revision FROM transcript WHERE id = ?", arguments: [id.value]).map { row in
+            StoredEntry(status: DeliveryStatus(rawValue: row["status"]) ?? .queued, revision: row["revision"])
+        }
     }
 
     /// Moves the applied revision on when `revision` is the next one; true when it is beyond it.

@@ -90,10 +90,10 @@ public struct ChatScreen: Sendable {
             if let index = streaming.firstIndex(where: { $0.id == progress.id }) {
                 guard progress.chunkIndex >= streaming[index].chunkIndex else { return false }
                 streaming[index] = progress
-            } else if !transcript.entries.contains(where: { $0.id == progress.id }) {
+            } else if !transcript.contains(progress.id) {
+                // A reply already in the transcript is whole: a late chunk does not reopen it.
                 streaming.append(progress)
             }
-            if progress.isFinal { streaming.removeAll { $0.id == progress.id && transcript.entries.contains { $0.id == progress.id } } }
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self) else { return false }
             connection = status

@@ -90,13 +90,6 @@ public struct Conversation: Sendable {
         }
     }
 
-    /// The latest `limit` entries of the transcript from tether-snapd, oldest first, fetched
-    /// a page at a time, newest page first.
-    public func transcript(limit: Int = 1000) async throws(BusError) -> [TranscriptEntry] {
-        let first = try await bus.request(TranscriptCommand.self, .init(limit: min(limit, TranscriptCommand.pageLimit)))
-        return try await olderPages(after: first, limit: limit)
-    }
-
     /// Everything a front end draws its first frame from: its display snapshot, the
     /// connection identity and the latest `limit` transcript entries, with the revision
     /// they hold (see ``TranscriptModel``).
@@ -120,11 +113,6 @@ public struct Conversation: Sendable {
             before = reply.nextBefore
         }
         return pages.reversed().flatMap { $0 }
-    }
-
-    /// Keeps the front end's display snapshot in snapd; returns once it is committed.
-    public func save(_ display: DisplaySnapshot) async throws(BusError) {
-        _ = try await bus.request(SaveDisplayCommand.self, display)
     }
 }
 

@@ -66,7 +66,7 @@ public struct PlainSession: Sendable {
 public struct PlainAnnouncer: Sendable {
     private var model: TranscriptModel
     private var phase: ConnectionPhase?
-    private var wasConnected = false
+    private var banner = Banner()
     private var network: NetworkPath?
     private var botState: BotState?
     private let formatter = TranscriptFormatter()
@@ -88,13 +88,12 @@ public struct PlainAnnouncer: Sendable {
             return ["Message \(update.status.rawValue)" + (update.detail.map { ": \($0)" } ?? ".")]
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self), status.phase != phase else { return [] }
-            let previous = phase
             phase = status.phase
-            if status.phase == .connected {
-                defer { wasConnected = true }
-                return wasConnected || previous != nil ? ["Connection: Reconnected."] : ["Connection: Connected."]
-            }
-            return ["Connection: \(status.words)"]
+            // The banner's rule decides between a first connection and a reconnection.
+            let now = ContinuousClock.now
+            banner.update(status, at: now)
+            guard status.phase == .connected else { return ["Connection: \(status.words)"] }
+            return banner.shown(at: now)?.tone == .good ? ["Connection: Reconnected."] : ["Connection: Connected."]
         case .networkPath:
             guard let path = try? message.decode(NetworkPath.self), path.satisfied != network?.satisfied || path.interface != network?.interface
             else { return [] }

@@ -22,8 +22,6 @@ public final class TerminalSession: Sendable {
         case action(ChatAction, display: DisplaySnapshot)
         /// The process was continued after Ctrl-Z.
         case continued
-        /// The terminal thread ended.
-        case ended(display: DisplaySnapshot)
     }
 
     public static let frontEndName = "tether"
@@ -71,16 +69,22 @@ public final class TerminalSession: Sendable {
             await connection(.reconnect)
         case .action(.suspend, let display):
             // Seed 002: save the screen, close the connection gracefully, then stop.
-            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(1), attempts: 1)
+            await save(display)
             await connection(.suspend)
             suspendDone.signal()
         case .continued:
             await connection(.resume)
-        case .action(.quit, let display), .ended(let display):
-            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(1), attempts: 1)
+        case .action(.quit, let display):
+            await save(display)
             return false
         }
         return true
+    }
+
+    /// Keeps the display in snapd so the next start draws it; a snapd that does not answer
+    /// within a second is not waited for longer: the user is leaving.
+    private func save(_ display: DisplaySnapshot) async {
+        _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(1), attempts: 1)
     }
 
     private func connection(_ action: ConnectionCommand.Action) async {

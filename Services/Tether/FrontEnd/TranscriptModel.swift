@@ -1,5 +1,5 @@
 public import TetherSchema
-import TetherWire
+public import TetherWire
 
 /// The conversation as a front end holds it: snapd's snapshot, then the live changes the
 /// snapshot does not hold already. This is the client half of the Clone pattern: subscribe,
@@ -23,6 +23,11 @@ public struct TranscriptModel: Sendable {
         entries = snapshot
         positions = Dictionary(snapshot.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { _, last in last })
         snapshotRevision = revision
+    }
+
+    /// Whether the conversation holds the message `id`.
+    public func contains(_ id: MessageID) -> Bool {
+        positions[id] != nil
     }
 
     /// Applies a live entry; nil when the snapshot or an earlier change already holds it.

@@ -201,7 +201,7 @@ struct ConversationPrinter: Service {
                 group.addTask { await presence.run() }
                 var model = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
                 for await message in events {
-                    print(message, into: &model)
+                    show(message, in: &model)
                 }
                 group.cancelAll()
             }
@@ -209,7 +209,7 @@ struct ConversationPrinter: Service {
         presence.leave()
     }
 
-    private func print(_ message: BusMessage, into model: inout TranscriptModel) {
+    private func show(_ message: BusMessage, in model: inout TranscriptModel) {
         switch message.topic {
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return }
