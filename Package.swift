@@ -193,7 +193,7 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "TetherTesting",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "TetherTesting",
                     "TetherSchema", "TetherWire",
                 ],
                 path: "Tests/ServiceLogicTests",

@@ -64,6 +64,7 @@ final class BusEventLoop {
     private var publisher: ZMQSocket?
     private var subscriber: ZMQSocket?
     private var sequence: UInt64 = 0
+    private let processID = getpid()
     private var retained: [String: [UInt8]] = [:]
     private var subscriptions: [Int: LocalSubscription] = [:]
     private var prefixCounts: [String: Int] = [:]
@@ -185,7 +186,7 @@ final class BusEventLoop {
 
     private func publish(topic: String, body: [UInt8], replay: Bool) {
         sequence += 1
-        let header = BusHeader(source: configuration.source, sequence: sequence, timestamp: Date(), replay: replay)
+        let header = BusHeader(source: configuration.source, pid: processID, sequence: sequence, timestamp: Date(), replay: replay)
         guard let headerBytes = try? encoder.encode(header) else { return }
         send([Array(topic.utf8), Array(headerBytes), body])
     }
@@ -306,7 +307,7 @@ final class BusEventLoop {
 
     private func probeHeader() -> BusHeader {
         sequence += 1
-        return BusHeader(source: configuration.source, sequence: sequence)
+        return BusHeader(source: configuration.source, pid: processID, sequence: sequence)
     }
 
     private func readPublications() {
@@ -321,9 +322,10 @@ final class BusEventLoop {
                 return
             }
             guard let message = parse(frames) else { continue }
+            // A probe confirms our subscription if it is ours; it still goes to subscriptions
+            // that match it (a tap subscribed to everything), so sequences there have no holes.
             if message.topic.name.hasPrefix(Topic.probePrefix) {
                 confirmProbe(topic: message.topic.name)
-                continue
             }
             var lagged: UInt64 = 0
             for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {

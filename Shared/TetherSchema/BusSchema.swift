@@ -38,22 +38,28 @@ public enum BusSchema {
 
 /// The second frame of every bus message.
 ///
-/// `{"schema": 1, "source": "tether-connd", "sequence": 42, "timestamp": "…", "replay": false}`
+/// `{"schema": 1, "source": "tether-connd", "pid": 4242, "sequence": 42, "timestamp": "…", "replay": false}`
 public struct BusHeader: Codable, Hashable, Sendable {
     /// The schema version the body was written with.
     public var schema: Int
     /// The program that published the message.
     public var source: String
-    /// Counts every message the source published since it started, from 1; a jump is a gap.
+    /// The publishing process. Several processes may share a source name (two `tether watch`),
+    /// so sequences are counted per source and pid. Absent from publishers that do not say.
+    public var pid: Int32?
+    /// Counts every message the process published since it started, from 1; a jump is a gap.
     public var sequence: UInt64
     /// When the source published the message.
     public var timestamp: Date
     /// True when a retained value is published again for a new subscriber.
     public var replay: Bool
 
-    public init(schema: Int = BusSchema.version, source: String, sequence: UInt64, timestamp: Date = Date(), replay: Bool = false) {
+    public init(
+        schema: Int = BusSchema.version, source: String, pid: Int32? = nil, sequence: UInt64, timestamp: Date = Date(), replay: Bool = false
+    ) {
         self.schema = schema
         self.source = source
+        self.pid = pid
         self.sequence = sequence
         self.timestamp = timestamp
         self.replay = replay

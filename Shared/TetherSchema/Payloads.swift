@@ -287,8 +287,13 @@ public struct Heartbeat: Codable, Hashable, Sendable {
     public var received: UInt64
     /// Messages received from the bus and dropped as malformed or oversized.
     public var dropped: UInt64
+    /// The program's own counters, by name (tether-protod: `malformedFrames`, `unknownTypes`).
+    public var counters: [String: Int]?
 
-    public init(program: String, pid: Int32, state: String, startedAt: Date, published: UInt64, received: UInt64, dropped: UInt64) {
+    public init(
+        program: String, pid: Int32, state: String, startedAt: Date, published: UInt64, received: UInt64, dropped: UInt64,
+        counters: [String: Int]? = nil
+    ) {
         self.program = program
         self.pid = pid
         self.state = state
@@ -296,6 +301,7 @@ public struct Heartbeat: Codable, Hashable, Sendable {
         self.published = published
         self.received = received
         self.dropped = dropped
+        self.counters = counters
     }
 }
 

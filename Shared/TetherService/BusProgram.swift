@@ -7,11 +7,12 @@ import UnixSignals
 /// down in reverse order within a deadline.
 public enum BusProgram {
     /// Connects `name` to the bus, then runs the bus client, the services `makeServices`
-    /// returns and a heartbeat whose state word comes from `state`.
+    /// returns and a heartbeat whose state word comes from `state`, carrying `counters`.
     public static func run(
         _ name: String,
         options: ProgramOptions,
         state: (@Sendable () -> String)? = nil,
+        counters: ProgramCounters? = nil,
         makeServices: (BusClient, Logger) throws -> [any Service]
     ) async throws {
         options.bootstrapLogging()
@@ -19,7 +20,7 @@ public enum BusProgram {
         let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, logger: logger)
         let services = try makeServices(bus, logger)
         try await run(
-            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" })],
+            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, counters: counters)],
             logger: logger)
     }
 

@@ -10,13 +10,17 @@ public struct HeartbeatService: Service {
     private let bus: BusClient
     private let program: String
     private let state: @Sendable () -> String
+    private let counters: ProgramCounters?
     private let startedAt = Date()
 
-    /// - Parameter state: a word for what the program is doing, read at each beat.
-    public init(bus: BusClient, program: String, state: @escaping @Sendable () -> String = { "running" }) {
+    /// - Parameters:
+    ///   - state: a word for what the program is doing, read at each beat.
+    ///   - counters: the program's own counters, sent with each beat.
+    public init(bus: BusClient, program: String, state: @escaping @Sendable () -> String = { "running" }, counters: ProgramCounters? = nil) {
         self.bus = bus
         self.program = program
         self.state = state
+        self.counters = counters
     }
 
     public func run() async throws {
@@ -28,11 +32,29 @@ public struct HeartbeatService: Service {
     }
 
     private func beat() {
-        let counters = bus.statistics
+        let traffic = bus.statistics
         let heartbeat = Heartbeat(
             program: program, pid: ProcessInfo.processInfo.processIdentifier, state: state(), startedAt: startedAt,
-            published: counters.published, received: counters.received, dropped: counters.malformed)
+            published: traffic.published, received: traffic.received, dropped: traffic.malformed, counters: counters?.snapshot)
         try? bus.publish(heartbeat, on: .heartbeat)
+    }
+}
+
+/// Counters a program keeps of its own work, shown by `tether status` through its heartbeat.
+public final class ProgramCounters: Sendable {
+    private let values: Mutex<[String: Int]>
+
+    /// - Parameter names: counters shown as 0 until they first count.
+    public init(names: [String] = []) {
+        values = Mutex(Dictionary(uniqueKeysWithValues: names.map { ($0, 0) }))
+    }
+
+    public func increment(_ name: String, by amount: Int = 1) {
+        values.withLock { $0[name, default: 0] += amount }
+    }
+
+    public var snapshot: [String: Int] {
+        values.withLock { $0 }
     }
 }
 

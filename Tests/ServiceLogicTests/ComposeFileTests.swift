@@ -11,8 +11,33 @@ import TetherTesting
         let connd = try #require(file.programs.last)
         #expect(connd.dependsOn == ["bus", "gateway"])
         #expect(connd.restart == .always)
-        #expect(connd.ready == .heartbeat)
+        #expect(connd.ready == .topic("conn.state"))
+        #expect(connd.restartLimit == RestartBudget(limit: 10, window: 60))
+        #expect(file.programs[0].ready == .heartbeat)
         #expect(file.programs[1].ready == .tcp("127.0.0.1:${TETHER_GATEWAY_PORT}"))
+    }
+
+    @Test func everyComposeFileLoads() throws {
+        let folder = Programs.packageRoot + "/compose"
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".yaml") }.sorted()
+        #expect(names == ["default.yaml", "gateway.yaml", "headless.yaml", "python.yaml"])
+        for name in names {
+            let file = try ComposeFile.load(path: folder + "/" + name)
+            #expect(file.programs.contains { $0.name == "connd" }, "\(name)")
+        }
+        let headless = try ComposeFile.load(path: folder + "/headless.yaml")
+        #expect(headless.programs.last?.command == ["tether", "watch", "--json"])
+        let python = try ComposeFile.load(path: folder + "/python.yaml")
+        #expect(python.programs.last?.ready == .topic("frontend.presence"))
+    }
+
+    @Test func restartBudgetAllowsSoManyWithinItsWindow() {
+        var budget = RestartBudget(limit: 3, window: 10)
+        let spent = [0, 1, 2, 3, 9.9, 10.5].map { budget.spend(at: $0) }
+        #expect(spent == [true, true, true, false, false, true], "a fourth restart within 10 s is refused until the first leaves the window")
+        var none = RestartBudget(limit: 0, window: 60)
+        let refused = none.spend(at: 0)
+        #expect(!refused)
     }
 
     @Test func expansion() throws {
@@ -30,6 +55,8 @@ import TetherTesting
             ("programs:\n  - name: a\n    command: [x]\n    depends_on: [b]\n", "depends on 'b'"),
             ("programs:\n  - name: a\n    command: []\n", "empty command"),
             ("programs:\n  - name: a\n    command: [x]\n    ready: soon\n", "ready must be"),
+            ("programs:\n  - name: a\n    command: [x]\n    ready: 'topic:'\n", "ready must be"),
+            ("programs:\n  - name: a\n    command: [x]\n    max_restarts: -1\n", "max_restarts must be"),
             ("programs: [", "not valid"),
         ]
         for (index, (text, expected)) in cases.enumerated() {

@@ -10,14 +10,14 @@ public final class ComposedSet {
     public let port: Int
     public let supervisor: ChildProcess
 
-    /// Starts the set; `environment` adds to or overrides the compose file's variables;
+    /// Starts the set of `file` (in compose/); `environment` adds to or overrides the compose file's variables;
     /// with `namespace`, every program runs inside that network namespace. The connection
     /// is not suspended when front ends leave unless `TETHER_IDLE_SUSPEND` says so: a test's
     /// `tether send` must not suspend the set under the next step.
-    public init(environment: [String: String] = [:], namespace: NetworkNamespace? = nil) async throws {
+    public init(file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil) async throws {
         run = try TestRunDirectory()
         port = try freePort()
-        let arguments = ["up", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", run.path, "--bin-dir", Programs.directory]
+        let arguments = ["up", "--file", Programs.packageRoot + "/compose/" + file, "--run-dir", run.path, "--bin-dir", Programs.directory]
         let (executable, fullArguments) =
             namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)
         supervisor = try ChildProcess(
@@ -42,6 +42,14 @@ public final class ComposedSet {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return try? decoder.decode(ComposeStateFile.self, from: data)
+    }
+
+    /// Runs `tether-compose` with `arguments` against the set and waits for it.
+    public func compose(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ChildProcess {
+        let process = try ChildProcess(
+            Programs.path("tether-compose"), arguments + ["--run-dir", run.path], outputDirectory: run.path, name: "compose-\(arguments[0])")
+        try process.waitForExit(timeout: timeout)
+        return process
     }
 
     /// Runs a front-end command against the set and waits for it.
@@ -74,6 +82,7 @@ public final class ComposedSet {
 public struct ComposeStateFile: Decodable, Sendable {
     public struct Program: Decodable, Sendable {
         public var name: String
+        public var phase: String
         public var pid: Int32?
         public var ready: Bool
         public var restarts: Int

@@ -63,6 +63,61 @@ public struct ComposeControl: Sendable {
         return report.isEmpty ? "the set was not running" : report.joined(separator: "\n")
     }
 
+    /// Sends `signal` to the program's process group, as a crash or an operator would; the
+    /// supervisor then applies the program's restart policy. Returns what it did, in words.
+    public func send(signal: Int32 = SIGKILL, toProgram name: String) throws -> String {
+        let state = try runningState()
+        guard let program = state.programs.first(where: { $0.name == name }) else {
+            throw ComposeError("no program named '\(name)' in the set (\(state.programs.map(\.name).joined(separator: ", ")))")
+        }
+        guard let pid = program.pid, isAlive(pid) else { throw ComposeError("\(name) is not running (\(program.phase.rawValue))") }
+        guard Glibc.kill(-pid, signal) == 0 else { throw ComposeError("cannot signal \(name) (pid \(pid)): \(String(cString: strerror(errno)))") }
+        return "sent \(Self.signalName(signal)) to \(name) (pid \(pid))"
+    }
+
+    /// Asks the supervisor to stop the program and start it again, and waits until the new
+    /// run is ready. Returns the program's `ps` line.
+    public func restart(program name: String, timeout: Duration = .seconds(60)) async throws -> String {
+        let state = try runningState()
+        guard let before = state.programs.first(where: { $0.name == name }) else {
+            throw ComposeError("no program named '\(name)' in the set (\(state.programs.map(\.name).joined(separator: ", ")))")
+        }
+        try FileManager.default.createDirectory(atPath: paths.requests, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let request = paths.requests + "/\(Date().timeIntervalSince1970)-\(getpid())"
+        try "restart \(name)\n".write(toFile: request + ".tmp", atomically: false, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: request + ".tmp", toPath: request)
+        Glibc.kill(state.supervisorPID, SIGUSR1)
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if let program = paths.readState()?.programs.first(where: { $0.name == name }),
+                program.restarts > before.restarts, program.ready, program.pid != nil, program.pid != before.pid
+            {
+                return table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ComposeError("\(name) is not running and ready again after \(timeout); see the logs command")
+    }
+
+    private func runningState() throws -> ComposeState {
+        guard let state = paths.readState(), supervisorIsRunning(state) else {
+            throw ComposeError("no set is running in \(paths.directory)")
+        }
+        return state
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        switch signal {
+        case SIGKILL: "SIGKILL"
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        case SIGSTOP: "SIGSTOP"
+        case SIGCONT: "SIGCONT"
+        default: "signal \(signal)"
+        }
+    }
+
     private func isAlive(_ pid: Int32) -> Bool {
         guard pid > 0 else { return false }
         if kill(pid, 0) != 0 && errno == ESRCH { return false }

@@ -16,7 +16,9 @@ import Yams
 ///     command: [tether-connd, --url, "ws://127.0.0.1:${TETHER_GATEWAY_PORT}/ws"]
 ///     depends_on: [bus]
 ///     restart: always     # always (default), on-failure or no
-///     ready: heartbeat    # heartbeat (default), tcp:HOST:PORT or none
+///     max_restarts: 10    # restarts within restart_window seconds before giving up (default 10 in 60)
+///     restart_window: 60
+///     ready: topic:conn.state  # heartbeat (default), topic:TOPIC, tcp:HOST:PORT or none
 /// ```
 public struct ComposeFile: Decodable, Sendable {
     public var name: String
@@ -97,11 +99,15 @@ public struct ProgramSpec: Decodable, Sendable {
     public var command: [String]
     public var dependsOn: [String]
     public var restart: RestartPolicy
+    /// How many restarts by policy are allowed within a window before the program is left failed.
+    public var restartLimit: RestartBudget
     public var ready: Readiness
 
     private enum CodingKeys: String, CodingKey {
         case name, command, restart, ready
         case dependsOn = "depends_on"
+        case maxRestarts = "max_restarts"
+        case restartWindow = "restart_window"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -110,10 +116,17 @@ public struct ProgramSpec: Decodable, Sendable {
         command = try container.decode([String].self, forKey: .command)
         dependsOn = try container.decodeIfPresent([String].self, forKey: .dependsOn) ?? []
         restart = try container.decodeIfPresent(RestartPolicy.self, forKey: .restart) ?? .always
+        let maxRestarts = try container.decodeIfPresent(Int.self, forKey: .maxRestarts) ?? 10
+        let window = try container.decodeIfPresent(Double.self, forKey: .restartWindow) ?? 60
+        guard maxRestarts >= 0, window > 0 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .maxRestarts, in: container, debugDescription: "max_restarts must be 0 or more and restart_window positive")
+        }
+        restartLimit = RestartBudget(limit: maxRestarts, window: window)
         let readiness = try container.decodeIfPresent(String.self, forKey: .ready) ?? "heartbeat"
         guard let ready = Readiness(readiness) else {
             throw DecodingError.dataCorruptedError(
-                forKey: .ready, in: container, debugDescription: "ready must be heartbeat, tcp:HOST:PORT or none, not '\(readiness)'")
+                forKey: .ready, in: container, debugDescription: "ready must be heartbeat, topic:TOPIC, tcp:HOST:PORT or none, not '\(readiness)'")
         }
         self.ready = ready
     }
@@ -135,10 +148,39 @@ public enum RestartPolicy: String, Decodable, Sendable {
     }
 }
 
+/// How many restarts by policy a program gets within a window of time: a program that keeps
+/// dying is left failed rather than restarted forever.
+public struct RestartBudget: Sendable, Equatable {
+    public var limit: Int
+    /// The window, in seconds.
+    public var window: Double
+    private var restarts: [Double] = []
+
+    public init(limit: Int, window: Double) {
+        self.limit = limit
+        self.window = window
+    }
+
+    /// Spends one restart at `time` (seconds on any monotonic clock); false when the window
+    /// already holds `limit` of them.
+    public mutating func spend(at time: Double) -> Bool {
+        restarts.removeAll { $0 <= time - window }
+        guard restarts.count < limit else { return false }
+        restarts.append(time)
+        return true
+    }
+
+    public static func == (lhs: RestartBudget, rhs: RestartBudget) -> Bool {
+        lhs.limit == rhs.limit && lhs.window == rhs.window
+    }
+}
+
 /// How the supervisor knows a program is ready for those that depend on it.
 public enum Readiness: Sendable, Equatable {
     /// Its heartbeat is on the bus.
     case heartbeat
+    /// It published on the topic (its retained state, such as `conn.state`).
+    case topic(String)
     /// It accepts TCP connections at the address (after variable expansion).
     case tcp(String)
     /// As soon as it is started.
@@ -149,6 +191,8 @@ public enum Readiness: Sendable, Equatable {
             self = .heartbeat
         } else if text == "none" {
             self = .none
+        } else if text.hasPrefix("topic:"), text.count > 6 {
+            self = .topic(String(text.dropFirst(6)))
         } else if text.hasPrefix("tcp:") {
             self = .tcp(String(text.dropFirst(4)))
         } else {

@@ -24,6 +24,8 @@ public struct ProgramStatus: Codable, Sendable, Equatable {
         case running
         case backoff
         case exited
+        /// Exited too often within its restart window: left stopped until `restart`.
+        case failed
         case stopping
         case stopped
     }
@@ -55,6 +57,8 @@ public struct ComposePaths: Sendable {
 
     public var state: String { directory + "/state.json" }
     public var lock: String { directory + "/compose.lock" }
+    /// Where `restart` leaves its requests for the supervisor (which SIGUSR1 wakes).
+    public var requests: String { directory + "/requests" }
     public var supervisorLog: String { directory + "/supervisor.log" }
     public func log(_ program: String) -> String { directory + "/logs/\(program).log" }
 

@@ -44,9 +44,18 @@ public actor Supervisor {
     private var stopRequests: [String: AsyncStream<Void>.Continuation] = [:]
     /// The pid of the latest heartbeat seen from each program.
     private var heartbeats: [String: Int32] = [:]
+    /// For each readiness topic, the pids that published on it.
+    private var publishers: [String: Set<Int32>] = [:]
+    /// Programs with a supervising task (running, starting or waiting to restart).
+    private var supervised: Set<String> = []
+    /// Programs being restarted on request: their next exit is not judged by their policy.
+    private var restartRequested: Set<String> = []
     private var shuttingDown = false
     private var announcedReady = false
     private let output = OutputWriter()
+    /// Programs to supervise: every program once, and again when `restart` asks for one that stopped.
+    private let launches: AsyncStream<ProgramSpec>.Continuation
+    private let launchRequests: AsyncStream<ProgramSpec>
 
     public init(options: Options, logger: Logger) throws {
         self.options = options
@@ -56,8 +65,10 @@ public actor Supervisor {
         var variables = file.environment
         for (key, value) in ProcessInfo.processInfo.environment { variables[key] = value }
         variables["TETHER_RUN"] = options.runDirectory.path
+        variables["TETHER_COMPOSE_DIR"] = URL(fileURLWithPath: options.composeFile).deletingLastPathComponent().path
         self.variables = variables
         for program in file.programs { statuses[program.name] = ProgramStatus(name: program.name) }
+        (launchRequests, launches) = AsyncStream<ProgramSpec>.makeStream()
     }
 
     /// Runs the set until SIGTERM or SIGINT, then stops it.
@@ -69,23 +80,34 @@ public actor Supervisor {
         writeState()
 
         let bus = try BusClient(source: "tether-compose", runDirectory: options.runDirectory, logger: logger)
-        let beats = try await bus.subscribe(to: [Topic.heartbeat.name])
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let readinessTopics = file.programs.compactMap { program -> String? in
+            if case .topic(let topic) = program.ready { topic } else { nil }
+        }
+        let beats = try await bus.subscribe(to: [Topic.heartbeat.name] + readinessTopics)
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sigusr1)
 
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.watchHeartbeats(beats) }
+            group.addTask { await self.watchReadiness(beats) }
             group.addTask {
                 for await signal in signals {
+                    if signal == .sigusr1 {
+                        await self.handleRequests()
+                        continue
+                    }
                     await self.log("received \(signal): stopping the set")
                     await self.beginShutdown()
                     return
                 }
             }
-            for program in file.programs {
-                guard await waitForDependencies(of: program) else { break }
+            group.addTask {
+                for program in self.file.programs {
+                    guard await self.waitForDependencies(of: program) else { return }
+                    await self.launch(program)
+                }
+            }
+            for await program in launchRequests {
                 group.addTask { await self.supervise(program) }
             }
-            await waitForShutdown()
             await stopAll()
             group.cancelAll()
         }
@@ -123,23 +145,63 @@ public actor Supervisor {
         return false
     }
 
-    private func waitForShutdown() async {
-        while !shuttingDown {
-            try? await Task.sleep(for: .milliseconds(100))
-        }
+    private func launch(_ program: ProgramSpec) {
+        guard !shuttingDown, supervised.insert(program.name).inserted else { return }
+        launches.yield(program)
     }
 
     private func beginShutdown() {
         shuttingDown = true
+        launches.finish()
     }
+
+    // MARK: Requests
+
+    /// Carries out the requests `tether-compose restart` left in the requests folder.
+    private func handleRequests() {
+        let folder = paths.requests
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        for name in names.sorted() {
+            let path = folder + "/" + name
+            let request = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            try? FileManager.default.removeItem(atPath: path)
+            let words = request.split(separator: " ").map(String.init)
+            guard words.count == 2, words[0] == "restart", let program = file.programs.first(where: { $0.name == words[1] }) else {
+                log("ignored a request: '\(request)'")
+                continue
+            }
+            restart(program)
+        }
+    }
+
+    /// Stops the program (SIGTERM, then SIGKILL after the deadline) and starts it again,
+    /// whatever its policy; starts it if it had stopped for good.
+    private func restart(_ program: ProgramSpec) {
+        log("restart of \(program.name) requested")
+        if let stop = stopRequests[program.name] {
+            restartRequested.insert(program.name)
+            update(program.name) { $0.phase = .stopping }
+            stop.yield()
+        } else if !supervised.contains(program.name) {
+            update(program.name) { $0.restarts += 1 }
+            launch(program)
+        }
+        // Otherwise it is waiting out its backoff and starts shortly anyway.
+    }
+
+    // MARK: Supervising one program
 
     // MARK: Supervising one program
 
     private func supervise(_ program: ProgramSpec) async {
         var delay = Duration.milliseconds(500)
+        var budget = program.restartLimit
+        let clock = ContinuousClock()
+        let origin = clock.now
+        var finalPhase = ProgramStatus.Phase.stopped
         while !shuttingDown {
-            let started = ContinuousClock.now
-            let status = await launch(program)
+            let started = clock.now
+            let status = await run(program)
             let description = status.map(Self.describe) ?? "could not be started"
             update(program.name) {
                 $0.phase = .exited
@@ -148,24 +210,38 @@ public actor Supervisor {
                 $0.lastExit = description
             }
             guard !shuttingDown else { break }
+            if restartRequested.remove(program.name) != nil {
+                log("\(program.name) \(description); restarting it as asked")
+                update(program.name) { $0.restarts += 1 }
+                delay = .milliseconds(500)
+                continue
+            }
             let exitCode: Int32? = if case .exited(let code) = status { code } else { nil }
             guard program.restart.restarts(afterExitStatus: status == nil ? 1 : exitCode) else {
                 log("\(program.name) \(description); restart policy '\(program.restart.rawValue)' leaves it stopped")
+                finalPhase = .exited
+                break
+            }
+            let elapsed = origin.duration(to: clock.now)
+            guard budget.spend(at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) else {
+                log("\(program.name) \(description); it was restarted \(budget.limit) times within \(Int(budget.window)) s: giving up (restart it with 'restart \(program.name)')")
+                finalPhase = .failed
                 break
             }
             // A program that ran a while gets a fresh backoff; one that keeps dying waits longer each time.
-            if started.duration(to: .now) > .seconds(10) { delay = .milliseconds(500) }
+            if started.duration(to: clock.now) > .seconds(10) { delay = .milliseconds(500) }
             log("\(program.name) \(description); restarting in \(delay)")
             update(program.name) { $0.phase = .backoff }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .seconds(10))
             update(program.name) { $0.restarts += 1 }
         }
-        update(program.name) { $0.phase = .stopped }
+        supervised.remove(program.name)
+        update(program.name) { $0.phase = finalPhase }
     }
 
     /// Runs the program once; its exit status, or nil when it could not be started.
-    private func launch(_ program: ProgramSpec) async -> TerminationStatus? {
+    private func run(_ program: ProgramSpec) async -> TerminationStatus? {
         let command: [String]
         do {
             command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
@@ -173,7 +249,7 @@ public actor Supervisor {
             log("\(program.name): \(error)")
             return nil
         }
-        let executable = command[0].contains("/") ? command[0] : options.binaryDirectory + "/" + command[0]
+        let executable = Self.locate(command[0], binaryDirectory: options.binaryDirectory)
         let (stopStream, stopContinuation) = AsyncStream<Void>.makeStream()
         stopRequests[program.name] = stopContinuation
         update(program.name) {
@@ -240,6 +316,18 @@ public actor Supervisor {
         }
     }
 
+    /// A path as it is; a name from the binary directory (Tether's programs), else from PATH.
+    static func locate(_ command: String, binaryDirectory: String) -> String {
+        if command.contains("/") { return command }
+        let beside = binaryDirectory + "/" + command
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(command)") {
+            return "\(directory)/\(command)"
+        }
+        return beside
+    }
+
     // MARK: Readiness
 
     private func awaitReadiness(_ program: ProgramSpec, pid: Int32) async {
@@ -248,6 +336,7 @@ public actor Supervisor {
                 switch program.ready {
                 case .none: true
                 case .heartbeat: heartbeats[Self.programName(program)] == pid
+                case .topic(let topic): publishers[topic]?.contains(pid) == true
                 case .tcp(let address): (try? ComposeFile.expand(address, variables: variables)).map(Self.acceptsConnections) ?? false
                 }
             if ready {
@@ -258,10 +347,14 @@ public actor Supervisor {
         }
     }
 
-    private func watchHeartbeats(_ beats: BusSubscription) async {
-        for await message in beats {
-            guard let beat = try? message.decode(Heartbeat.self) else { continue }
-            heartbeats[beat.program] = beat.pid
+    private func watchReadiness(_ messages: BusSubscription) async {
+        for await message in messages {
+            if message.topic == .heartbeat {
+                guard let beat = try? message.decode(Heartbeat.self) else { continue }
+                heartbeats[beat.program] = beat.pid
+            } else if let pid = message.header.pid {
+                publishers[message.topic.name, default: []].insert(pid)
+            }
         }
     }
 

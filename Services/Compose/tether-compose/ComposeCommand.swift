@@ -10,7 +10,7 @@ struct ComposeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-compose",
         abstract: "Start, supervise and stop the set of Tether programs a compose file describes.",
-        subcommands: [Up.self, Down.self, Ps.self, Logs.self]
+        subcommands: [Up.self, Down.self, Ps.self, Logs.self, Restart.self, Kill.self]
     )
 }
 
@@ -135,6 +135,46 @@ struct Logs: AsyncParsableCommand {
             guard follow else { return }
             try await Task.sleep(for: .milliseconds(200))
         }
+    }
+}
+
+struct Restart: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop a program (SIGTERM, then SIGKILL after the deadline) and start it again, whatever its restart policy.")
+
+    @OptionGroup var set: SetOptions
+
+    @Argument(help: "The program's name in the compose file.")
+    var name: String
+
+    @Option(help: "Seconds to wait for it to be ready again.")
+    var timeout: Double = 60
+
+    func run() async throws {
+        let control = ComposeControl(runDirectory: set.resolved.path)
+        print(try await control.restart(program: name, timeout: .milliseconds(Int(timeout * 1000))))
+    }
+}
+
+struct Kill: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a signal (SIGKILL unless told) to a program, as a crash would; its restart policy applies.")
+
+    @OptionGroup var set: SetOptions
+
+    @Argument(help: "The program's name in the compose file.")
+    var name: String
+
+    @Option(name: .shortAndLong, help: "The signal: KILL, TERM, INT, HUP, STOP, CONT or a number.")
+    var signal = "KILL"
+
+    func run() async throws {
+        let names: [String: Int32] = ["KILL": SIGKILL, "TERM": SIGTERM, "INT": SIGINT, "HUP": SIGHUP, "STOP": SIGSTOP, "CONT": SIGCONT]
+        let upper = signal.uppercased()
+        guard let number = names[upper.hasPrefix("SIG") ? String(upper.dropFirst(3)) : upper] ?? Int32(signal) else {
+            throw ValidationError("unknown signal '\(signal)'")
+        }
+        print(try ComposeControl(runDirectory: set.resolved.path).send(signal: number, toProgram: name))
     }
 }
 

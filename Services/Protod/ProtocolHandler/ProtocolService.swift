@@ -3,7 +3,7 @@ public import Logging
 public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
-import TetherService
+public import TetherService
 import TetherWire
 
 /// How protod keeps its outbox.
@@ -25,6 +25,15 @@ public struct ProtocolSettings: Sendable {
     }
 }
 
+/// The counters protod sends with its heartbeat.
+public enum ProtocolCounter {
+    /// Frames from the gateway (or bus messages) that could not be read, dropped.
+    public static let malformedFrames = "malformedFrames"
+    /// Gateway messages of a type this version does not know, ignored.
+    public static let unknownTypes = "unknownTypes"
+    public static let all = [malformedFrames, unknownTypes]
+}
+
 /// The protocol handler: turns send commands into chat messages through the durable
 /// outbox, tracks their acknowledgements, assembles streamed replies, answers pings,
 /// judges health, and publishes the conversation, suggestions and diagnostics on the bus.
@@ -34,11 +43,15 @@ public struct ProtocolService: Service {
     private let settings: ProtocolSettings
     private let logger: Logger
 
-    public init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(), logger: Logger) {
+    /// - Parameter counters: where the frames protod drops are counted (``ProtocolCounter``).
+    public init(
+        bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(),
+        counters: ProgramCounters = ProgramCounters(), logger: Logger
+    ) {
         self.bus = bus
         self.logger = logger
         self.settings = settings
-        self.engine = ProtocolEngine(bus: bus, outbox: outbox, journal: journal, settings: settings, logger: logger)
+        self.engine = ProtocolEngine(bus: bus, outbox: outbox, journal: journal, settings: settings, counters: counters, logger: logger)
     }
 
     public func run() async throws {
@@ -104,8 +117,7 @@ actor ProtocolEngine {
     /// For each reply being streamed, the message it answers.
     private var replyTargets: [MessageID: MessageID] = [:]
     private var botName = "Bot"
-    private var unknownTypes = 0
-    private var malformedFrames = 0
+    private let counters: ProgramCounters
     /// The gateway session and the last server sequence processed.
     private var sessionID: String?
     private var lastSequence = 0
@@ -113,11 +125,12 @@ actor ProtocolEngine {
     private var openStreamStarts: [MessageID: Int] = [:]
     private var lastSaved: (String?, Int) = (nil, 0)
 
-    init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, logger: Logger) {
+    init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
         self.bus = bus
         self.outbox = outbox
         self.journal = journal
         self.settings = settings
+        self.counters = counters
         self.logger = logger
     }
 
@@ -248,7 +261,7 @@ actor ProtocolEngine {
     }
 
     private func countMalformed(_ message: BusMessage) {
-        malformedFrames += 1
+        counters.increment(ProtocolCounter.malformedFrames)
         logger.warning("dropped an unreadable bus message", metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)"])
     }
 
@@ -257,7 +270,7 @@ actor ProtocolEngine {
         do {
             decoded = try codec.decode(frame.text)
         } catch {
-            malformedFrames += 1
+            counters.increment(ProtocolCounter.malformedFrames)
             logger.warning("dropped a malformed frame from the gateway", metadata: ["wire.error": "\(error)"])
             return
         }
@@ -283,7 +296,7 @@ actor ProtocolEngine {
         case .pong, .sessionResume:
             break
         case .unknown(let type, _, _):
-            unknownTypes += 1
+            counters.increment(ProtocolCounter.unknownTypes)
             logger.debug("ignored an unknown message type", metadata: ["wire.type": "\(type)"])
         }
     }

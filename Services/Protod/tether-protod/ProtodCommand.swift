@@ -40,8 +40,13 @@ struct ProtodCommand: AsyncParsableCommand {
         let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
         let settings = ProtocolSettings(
             defaultRetry: RetryPolicy.named(retry) ?? .default, maximumPending: maxPending, expiry: .milliseconds(Int(expiry * 1000)))
-        try await BusProgram.run("tether-protod", options: options) { bus, logger in
-            [ProtocolService(bus: bus, outbox: try Outbox(path: path), journal: try ConversationJournal(path: journalPath), settings: settings, logger: logger)]
+        let counters = ProgramCounters(names: ProtocolCounter.all)
+        try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
+            [
+                ProtocolService(
+                    bus: bus, outbox: try Outbox(path: path), journal: try ConversationJournal(path: journalPath), settings: settings,
+                    counters: counters, logger: logger)
+            ]
         }
     }
 }

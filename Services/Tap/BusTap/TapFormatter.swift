@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 public import TetherBus
 import TetherSchema
 
-/// Writes bus messages for people (one line each: time, source and sequence, topic, body)
-/// or as JSON lines.
+/// Writes bus messages for people (one line each: time, source, pid and sequence, topic,
+/// body; colored on a terminal) or as JSON lines, with secrets hidden.
 public struct TapFormatter: Sendable {
     public enum Style: Sendable {
         case pretty
@@ -11,26 +11,77 @@ public struct TapFormatter: Sendable {
     }
 
     public var style: Style
+    /// Whether pretty lines carry ANSI colors.
+    public var colored: Bool
 
-    public init(style: Style) {
+    public init(style: Style, colored: Bool = false) {
         self.style = style
+        self.colored = colored
     }
 
-    /// `22:35:04.120 tether-protod#12 conv.message {"content":…}`
-    public func format(_ message: BusMessage) -> String {
-        let body = String(decoding: message.body, as: UTF8.self)
+    /// `22:35:04.120 tether-protod[4242]#12 conv.message {"content":…}`, or the JSON line
+    /// `{"at", "topic", "header", "body"}` where `at` is seconds since the tap started.
+    public func format(_ message: BusMessage, at offset: TimeInterval) -> String {
+        let bodyData = SecretRedactor.redact(message.body)
+        let body = String(decoding: bodyData, as: UTF8.self)
         switch style {
         case .pretty:
-            let replay = message.header.replay ? " (retained)" : ""
-            return "\(Self.clock(message.header.timestamp)) \(message.header.source)#\(message.header.sequence) \(message.topic)\(replay) \(body)"
+            let header = message.header
+            let pid = header.pid.map { "[\($0)]" } ?? ""
+            let replay = header.replay ? paint(" (retained)", .magenta) : ""
+            return "\(paint(Self.clock(header.timestamp), .dim)) \(paint("\(header.source)\(pid)#\(header.sequence)", .cyan)) "
+                + "\(paint(message.topic.name, Self.color(of: message.topic)))\(replay) \(body)"
         case .json:
-            let header = (try? BusSchema.makeEncoder().encode(message.header)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-            let topic = (try? JSONEncoder().encode(message.topic.name)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
-            // A body that is not JSON is shown as a string rather than breaking the line's JSON.
-            let bodyJSON =
-                (try? JSONSerialization.jsonObject(with: message.body, options: [.fragmentsAllowed])) != nil
-                ? body : (try? JSONEncoder().encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-            return "{\"topic\":\(topic),\"header\":\(header),\"body\":\(bodyJSON)}"
+            return RecordedMessage.line(at: offset, topic: message.topic.name, header: message.header, body: bodyData)
+        }
+    }
+
+    /// A line about the tap's own findings (gaps, restarts), set apart from messages.
+    public func note(_ text: String) -> String {
+        switch style {
+        case .pretty: paint("-- \(text)", .red)
+        case .json: "{\"note\":\(RecordedMessage.quoted(text))}"
+        }
+    }
+
+    /// The `--rate` table.
+    public func rates(_ rows: [RateMeter.Row], window: TimeInterval) -> String {
+        let width = max(5, rows.map(\.topic.count).max() ?? 0)
+        var lines = [paint("TOPIC".padding(toLength: width, withPad: " ", startingAt: 0) + "      MSG/S     TOTAL  MEAN BYTES", .dim)]
+        for row in rows {
+            let rate = String(format: "%9.1f", row.rate)
+            let total = String(row.total).leftPadded(to: 9)
+            let bytes = String(row.meanBytes).leftPadded(to: 11)
+            lines.append("\(paint(row.topic.padding(toLength: width, withPad: " ", startingAt: 0), Self.color(of: Topic(row.topic))))  \(rate) \(total)  \(bytes)")
+        }
+        if rows.isEmpty { lines.append("(nothing yet)") }
+        lines.append(paint("rates over the last \(Int(window)) s", .dim))
+        return lines.joined(separator: "\n")
+    }
+
+    enum Color: String {
+        case dim = "2"
+        case red = "31"
+        case green = "32"
+        case yellow = "33"
+        case blue = "34"
+        case magenta = "35"
+        case cyan = "36"
+    }
+
+    private func paint(_ text: String, _ color: Color) -> String {
+        colored ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
+    }
+
+    /// One color per family of topics, so the eye can follow one.
+    static func color(of topic: Topic) -> Color {
+        switch topic.name.split(separator: ".").first.map(String.init) ?? "" {
+        case "conv": .yellow
+        case "conn", "net": .green
+        case "wire": .blue
+        case "health", "diag": .red
+        case "sys": .dim
+        default: .magenta
         }
     }
 
@@ -47,25 +98,8 @@ public struct TapFormatter: Sendable {
     }
 }
 
-/// Which messages the tap shows.
-public struct TapFilter: Sendable {
-    /// Topic prefixes; empty shows every topic.
-    public var prefixes: [String]
-    /// Whether to show the probes subscribers use to confirm their subscriptions.
-    public var showProbes: Bool
-
-    public init(prefixes: [String], showProbes: Bool = false) {
-        self.prefixes = prefixes
-        self.showProbes = showProbes
-    }
-
-    /// What the tap subscribes to: the prefixes, or everything.
-    public var subscription: [String] {
-        prefixes.isEmpty ? [""] : prefixes
-    }
-
-    public func accepts(_ message: BusMessage) -> Bool {
-        if !showProbes && message.topic.name.hasPrefix(Topic.probePrefix) { return false }
-        return prefixes.isEmpty || prefixes.contains(where: message.topic.matches(prefix:))
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

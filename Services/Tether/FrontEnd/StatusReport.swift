@@ -10,19 +10,26 @@ public struct StatusReport: Sendable, Codable {
     public var connection: ConnectionStatus?
     public var network: NetworkPath?
     public var outbox: OutboxSummary?
+    public var health: HealthReport?
     public var bot: BotActivity?
+    /// The front ends attached now (their presence seen while listening), by kind and instance.
+    public var frontEnds: [FrontEndPresence] = []
 
     public init() {}
 
     /// Listens to the bus for `duration` (a little over one heartbeat) and gathers the report.
     public static func gather(bus: BusClient, duration: Duration = .milliseconds(1500)) async throws(BusError) -> StatusReport {
         let subscription = try await bus.subscribe(
-            to: [Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name],
+            to: [
+                Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name,
+                Topic.health.name, Topic.frontEndPresence.name,
+            ],
             confirm: true)
         return await withTaskGroup(of: StatusReport?.self) { group in
             group.addTask {
                 var report = StatusReport()
                 var heartbeats: [String: Heartbeat] = [:]
+                var frontEnds: [String: FrontEndPresence] = [:]
                 for await message in subscription {
                     switch message.topic {
                     case .heartbeat: if let beat = try? message.decode(Heartbeat.self) { heartbeats[beat.program] = beat }
@@ -30,9 +37,15 @@ public struct StatusReport: Sendable, Codable {
                     case .networkPath: report.network = try? message.decode(NetworkPath.self)
                     case .outboxSummary: report.outbox = try? message.decode(OutboxSummary.self)
                     case .botState: report.bot = try? message.decode(BotActivity.self)
+                    case .health: report.health = try? message.decode(HealthReport.self)
+                    case .frontEndPresence:
+                        if let presence = try? message.decode(FrontEndPresence.self) {
+                            frontEnds[presence.instance] = presence.state == .active ? presence : nil
+                        }
                     default: break
                     }
                     report.programs = heartbeats.values.sorted { $0.program < $1.program }
+                    report.frontEnds = frontEnds.values.sorted { ($0.frontEnd, $0.pid) < ($1.frontEnd, $1.pid) }
                     if Task.isCancelled { break }
                 }
                 return report
@@ -74,7 +87,19 @@ public struct StatusReport: Sendable, Codable {
             lines.append("network: unknown (tether-netmon is not running)")
         }
         lines.append("outbox: " + (outbox.map { "\($0.pending) pending" } ?? "unknown (tether-protod is not running)"))
+        if let health {
+            lines.append("health: \(health.state.rawValue)")
+        }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
+        lines.append(
+            frontEnds.isEmpty
+                ? "front ends: none attached"
+                : "front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid))" }.joined(separator: ", "))
+        for beat in programs {
+            guard let counters = beat.counters, !counters.isEmpty else { continue }
+            let words = counters.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            lines.append("\(beat.program): \(words)")
+        }
         return lines.joined(separator: "\n")
     }
 }
