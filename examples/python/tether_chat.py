@@ -66,6 +66,8 @@ class Bus:
         self.context = zmq.Context.instance()
         self.sequence = 0
         self.violations = 0
+        # Messages that arrived while waiting for the probe, delivered before any newer one.
+        self.pending = []
         self.publisher = self.context.socket(zmq.PUB)
         self.publisher.setsockopt(zmq.LINGER, 1000)
         self.publisher.connect(self.endpoint("bus.in"))
@@ -97,13 +99,8 @@ class Bus:
                 if frames[0].decode(errors="replace") == probe:
                     self.subscriber.setsockopt(zmq.UNSUBSCRIBE, probe.encode())
                     return
-                self.deliver_later(frames)
+                self.pending.append(frames)
         raise BusUnavailable(f"no bus answers in {self.run_dir} (is the set running?)")
-
-    pending = []
-
-    def deliver_later(self, frames):
-        self.pending.append(frames)
 
     def receive(self, timeout_ms):
         """The next message as (topic, header, body), or None after `timeout_ms`."""
