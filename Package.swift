@@ -40,6 +40,18 @@ func program(
     ]
 }
 
+/// libFuzzer targets, built only by scripts/fuzz (which sets TETHER_FUZZ and builds with
+/// `-sanitize=fuzzer`, without which they cannot link), so an ordinary build leaves them out.
+let fuzzTargets: [Target] =
+    Context.environment["TETHER_FUZZ"] == nil
+    ? []
+    : [
+        .systemLibrary(name: "CFuzzer", path: "Tests/Fuzz/CFuzzer"),
+        .executableTarget(name: "fuzz-wire", dependencies: ["CFuzzer", "TetherWire"], path: "Tests/Fuzz/WireCodec", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-bus", dependencies: ["CFuzzer", "TetherBus", "TetherSchema"], path: "Tests/Fuzz/BusMessage", swiftSettings: swiftSettings),
+    ]
+
 let package = Package(
     name: "tether",
     platforms: [.macOS(.v15)],
@@ -205,6 +217,6 @@ let package = Package(
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),
-        ],
+        ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )

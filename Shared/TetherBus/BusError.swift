@@ -11,6 +11,7 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         case busUnavailable(path: String)
         case remote(endpoint: String, message: String)
         case malformedReply(endpoint: String)
+        case malformedMessage(String)
         case encoding(String)
     }
 
@@ -22,6 +23,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// The client was closed.
     public static var closed: Self { .init(.closed) }
+    /// A message from the bus that is not topic, header and body within the limits.
+    public static func malformedMessage(_ reason: String) -> Self { .init(.malformedMessage(reason)) }
     /// Another process holds the lock for an endpoint this program must bind.
     public static func alreadyRunning(name: String, holder: String?) -> Self { .init(.alreadyRunning(name: name, holder: holder)) }
     /// An ipc path over the kernel's limit for socket paths.
@@ -77,6 +80,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
             "\(endpoint) refused the command: \(message)"
         case .malformedReply(let endpoint):
             "\(endpoint) sent a reply that is not a reply"
+        case .malformedMessage(let reason):
+            "a malformed bus message: \(reason)"
         case .encoding(let detail):
             detail
         }

@@ -340,22 +340,13 @@ final class BusEventLoop {
 
     /// Checks a received multipart message; counts and drops anything that is not topic, header, body.
     private func parse(_ frames: [[UInt8]]) -> BusMessage? {
-        func drop(_ reason: String) -> BusMessage? {
+        do {
+            return try BusMessage(frames: frames, decoder: decoder)
+        } catch {
             counters.update { $0.malformed += 1 }
-            logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(reason)", "bus.frames": "\(frames.count)"])
+            logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(error)", "bus.frames": "\(frames.count)"])
             return nil
         }
-        guard frames.count == 3 else { return drop("expected 3 frames (topic, header, body), got \(frames.count)") }
-        guard let topic = String(validating: frames[0], as: UTF8.self), !topic.isEmpty else {
-            return drop("topic is empty or not UTF-8")
-        }
-        guard frames[2].count <= BusSchema.maximumBodySize else {
-            return drop("body of \(frames[2].count) bytes is over the limit of \(BusSchema.maximumBodySize)")
-        }
-        guard let header = try? decoder.decode(BusHeader.self, from: Data(frames[1])) else {
-            return drop("header of topic '\(topic)' is not a bus header")
-        }
-        return BusMessage(topic: Topic(topic), header: header, body: Data(frames[2]))
     }
 
     private func confirmProbe(topic: String) {

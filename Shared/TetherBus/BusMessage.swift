@@ -25,6 +25,24 @@ public struct BusMessage: Sendable {
     }
 }
 
+extension BusMessage {
+    /// Reads a message as it comes off the bus: three frames, a UTF-8 topic, a bus header and
+    /// a body within ``BusSchema/maximumBodySize``. Anything else throws, saying what is wrong.
+    public init(frames: [[UInt8]], decoder: JSONDecoder = BusSchema.makeDecoder()) throws(BusError) {
+        guard frames.count == 3 else { throw .malformedMessage("expected 3 frames (topic, header, body), got \(frames.count)") }
+        guard let topic = String(validating: frames[0], as: UTF8.self), !topic.isEmpty else {
+            throw .malformedMessage("topic is empty or not UTF-8")
+        }
+        guard frames[2].count <= BusSchema.maximumBodySize else {
+            throw .malformedMessage("body of \(frames[2].count) bytes is over the limit of \(BusSchema.maximumBodySize)")
+        }
+        guard let header = try? decoder.decode(BusHeader.self, from: Data(frames[1])) else {
+            throw .malformedMessage("header of topic '\(topic)' is not a bus header")
+        }
+        self.init(topic: Topic(topic), header: header, body: Data(frames[2]))
+    }
+}
+
 /// Bus traffic counters of one client.
 public struct BusCounters: Sendable, Hashable {
     /// Messages published.

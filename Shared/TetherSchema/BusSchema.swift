@@ -15,25 +15,45 @@ public enum BusSchema {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Self.dateStyle))
+            try container.encode(Self.format(date))
         }
         return encoder
     }
 
-    /// JSON decoder matching ``makeEncoder()``; also reads dates without fractional seconds.
+    /// JSON decoder matching ``makeEncoder()``; also reads dates without fractional seconds,
+    /// and rounds finer ones to the millisecond.
+    /// Dates before 1970 or from the year 10000 on are refused: no message carries one, and
+    /// before 1583 the calendar would not even read them back the same.
     public static func makeDecoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            if let date = try? Self.dateStyle.parse(text) { return date }
-            if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
+            guard let date = (try? Self.dateStyle.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text)) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
+            }
+            guard (0..<253_402_300_800).contains(date.timeIntervalSince1970) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is outside the years 1970 to 9999")
+            }
+            // Bus dates have milliseconds; finer digits go, so a date reads back as it was written.
+            return Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000)
         }
         return decoder
     }
 
     private static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// `2026-11-23T05:18:52.251Z`: to the nearest millisecond. The formatter's own fraction
+    /// cuts off, and a date read from ".251" may lie a hair below it, so every round trip
+    /// through it would lose a millisecond; whole seconds are exact, the rest is an integer.
+    static func format(_ date: Date) -> String {
+        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        let (wholeSeconds, millisecond) = fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
+        let base = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(Date.ISO8601FormatStyle())
+        let padded = millisecond < 10 ? "00\(millisecond)" : millisecond < 100 ? "0\(millisecond)" : "\(millisecond)"
+        return base.dropLast() + ".\(padded)Z"
+    }
 }
 
 /// The second frame of every bus message.
