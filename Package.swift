@@ -190,6 +190,16 @@ let package = Package(
                 path: "Tests/TetherTesting",
                 swiftSettings: swiftSettings
             ),
+            // Benchmarks against baselines measured in the same run (scripts/bench).
+            .executableTarget(
+                name: "tether-bench",
+                dependencies: [
+                    "TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "CZeroMQ", .argumentParser, .logging,
+                    .product(name: "WSClient", package: "swift-websocket"),
+                ],
+                path: "Tests/Bench",
+                swiftSettings: swiftSettings
+            ),
             .testTarget(
                 name: "TetherWireTests",
                 dependencies: ["TetherWire"],

@@ -116,6 +116,40 @@ public final class BusClient: Sendable {
         return BusSubscription(stream: stream)
     }
 
+    /// Returns once a probe has made the round trip through the proxy, which shows this
+    /// client's subscriptions are in place there; throws ``BusError/busUnavailable(path:)``
+    /// when it does not come back within `timeout`.
+    public func confirmRoundTrip(timeout: Duration = .seconds(5)) async throws(BusError) {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (_, continuation) = AsyncStream<BusMessage>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let mailbox = self.mailbox
+        let result: Result<Void, BusError> = await withCheckedContinuation { confirmation in
+            let posted = mailbox.post(.subscribe(id: id, prefixes: [], continuation: continuation, confirmation: confirmation, timeout: timeout))
+            if !posted { confirmation.resume(returning: .failure(.closed)) }
+        }
+        mailbox.post(.unsubscribe(id: id))
+        try result.get()
+    }
+
+    // MARK: Presence
+
+    /// Whether a subscriber at the proxy takes `topic`: the answer now, then each change.
+    ///
+    /// It turns false when the connection to the proxy drops (a proxy that restarts loses
+    /// what it had in flight) or the last subscription covering `topic` goes away, and true
+    /// when one arrives. A publisher that must not lose a message holds it while this is
+    /// false, and when it turns true sends again what it sent shortly before it turned false.
+    public func subscriberPresence(for topic: Topic) throws(BusError) -> AsyncStream<Bool> {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let (stream, continuation) = AsyncStream<Bool>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let mailbox = self.mailbox
+        continuation.onTermination = { _ in
+            mailbox.post(.unwatchPresence(id: id))
+        }
+        try post(.watchPresence(id: id, topic: topic.name, continuation: continuation))
+        return stream
+    }
+
     // MARK: Commands
 
     /// Sends a command to its owner and waits for the reply (the Lazy Pirate pattern: on
@@ -189,8 +223,8 @@ public final class BusClient: Sendable {
 
     // MARK: Lifetime
 
-    /// Closes every socket (publications still queued get a short linger) and ends every
-    /// subscription and command stream.
+    /// Closes every socket and ends every subscription and command stream; returns once what
+    /// was published has left for the proxy (waiting at most 1 s when the proxy is not there).
     public func close() async {
         let mailbox = self.mailbox
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -222,6 +256,8 @@ enum BusOperation: Sendable {
         id: Int, prefixes: [String], continuation: AsyncStream<BusMessage>.Continuation,
         confirmation: CheckedContinuation<Result<Void, BusError>, Never>?, timeout: Duration)
     case unsubscribe(id: Int)
+    case watchPresence(id: Int, topic: String, continuation: AsyncStream<Bool>.Continuation)
+    case unwatchPresence(id: Int)
     case request(
         id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
         continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>)

@@ -44,10 +44,18 @@ final class BusEventLoop {
         var continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>
     }
 
+    /// Someone waiting to hear whether a topic has a subscriber at the proxy.
+    private struct PresenceWatch {
+        var topic: String
+        var continuation: AsyncStream<Bool>.Continuation
+        var present: Bool
+    }
+
     /// What a poll item stands for.
     private enum Watched {
         case mailbox
         case publisher
+        case publisherMonitor
         case subscriber
         case server(String)
         case request(Int)
@@ -58,11 +66,20 @@ final class BusEventLoop {
     private let counters: BusCounterBox
     private var logger: Logger
     private let clock = ContinuousClock()
+    /// The client's own context: closing the client terminates it, which waits (within the
+    /// publisher's linger) until what was published has left, so a program that publishes
+    /// and exits loses nothing.
+    private let context = ZMQContext()
     private let encoder = BusSchema.makeEncoder()
     private let decoder = BusSchema.makeDecoder()
 
     private var publisher: ZMQSocket?
+    /// Reports the publisher's connection to the proxy dropping.
+    private var publisherMonitor: ZMQSocket?
     private var subscriber: ZMQSocket?
+    /// The prefixes subscribed at the proxy, as its subscriptions reached the publisher.
+    private var upstreamPrefixes: Set<String> = []
+    private var presenceWatches: [Int: PresenceWatch] = [:]
     private var sequence: UInt64 = 0
     private let processID = getpid()
     private var retained: [String: [UInt8]] = [:]
@@ -82,12 +99,13 @@ final class BusEventLoop {
 
     func run() {
         do {
-            let socket = try ZMQSocket(type: ZMQ_XPUB)
+            let socket = try ZMQSocket(type: ZMQ_XPUB, context: context)
             // Every subscription, repeated ones too, so each new subscriber gets the retained values.
             try socket.set(ZMQ_XPUB_VERBOSE, 1)
             try socket.set(ZMQ_SNDHWM, 100_000)
             try socket.set(ZMQ_LINGER, 1000)
             try Self.setReconnect(socket)
+            publisherMonitor = try makeMonitor(of: socket, events: ZMQ_EVENT_DISCONNECTED)
             try socket.connect(configuration.busIn)
             publisher = socket
         } catch {
@@ -97,6 +115,16 @@ final class BusEventLoop {
             pollOnce()
         }
         tearDown()
+    }
+
+    /// A socket that receives `socket`'s `events` (libzmq's socket monitor over inproc).
+    private func makeMonitor(of socket: ZMQSocket, events: Int32) throws(BusError) -> ZMQSocket {
+        let endpoint = "inproc://tether-bus-monitor-\(UUID().uuidString)"
+        guard zmq_socket_monitor(socket.handle, endpoint, events) == 0 else { throw zmqError("zmq_socket_monitor") }
+        let monitor = try ZMQSocket(type: ZMQ_PAIR, context: context)
+        try monitor.set(ZMQ_LINGER, 0)
+        try monitor.connect(endpoint)
+        return monitor
     }
 
     private static func setReconnect(_ socket: ZMQSocket) throws(BusError) {
@@ -109,6 +137,12 @@ final class BusEventLoop {
     private func pollOnce() {
         var watched: [Watched] = [.mailbox]
         var items = [zmq_pollitem_t(socket: nil, fd: mailbox.wakeDescriptor, events: Int16(ZMQ_POLLIN), revents: 0)]
+        // The monitor before the publisher: a drop of the old connection to the proxy must be
+        // handled before the subscriptions that come over the new one.
+        if let publisherMonitor {
+            watched.append(.publisherMonitor)
+            items.append(zmq_pollitem_t(socket: publisherMonitor.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
         if let publisher {
             watched.append(.publisher)
             items.append(zmq_pollitem_t(socket: publisher.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
@@ -137,6 +171,7 @@ final class BusEventLoop {
             switch watched[index] {
             case .mailbox: handle(mailbox.drain())
             case .publisher: readSubscriptionRequests()
+            case .publisherMonitor: readPublisherEvents()
             case .subscriber: readPublications()
             case .server(let name): readCommands(server: name)
             case .request(let id): readReply(request: id)
@@ -167,6 +202,12 @@ final class BusEventLoop {
                 subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout)
             case .unsubscribe(let id):
                 unsubscribe(id: id)
+            case .watchPresence(let id, let topic, let continuation):
+                let present = isPresent(topic)
+                presenceWatches[id] = PresenceWatch(topic: topic, continuation: continuation, present: present)
+                continuation.yield(present)
+            case .unwatchPresence(let id):
+                presenceWatches[id] = nil
             case .request(let id, let name, let endpoint, let frames, let timeout, let attempts, let continuation):
                 startRequest(id: id, name: name, endpoint: endpoint, frames: frames, timeout: timeout, attempts: attempts, continuation: continuation)
             case .serve(let name, let endpoint, let continuation, let ready):
@@ -204,7 +245,7 @@ final class BusEventLoop {
 
     private func subscriberSocket() throws(BusError) -> ZMQSocket {
         if let subscriber { return subscriber }
-        let socket = try ZMQSocket(type: ZMQ_SUB)
+        let socket = try ZMQSocket(type: ZMQ_SUB, context: context)
         try socket.set(ZMQ_RCVHWM, 100_000)
         try socket.set(ZMQ_LINGER, 0)
         try Self.setReconnect(socket)
@@ -253,7 +294,7 @@ final class BusEventLoop {
 
     private func serve(name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation) -> Result<Void, BusError> {
         do {
-            let socket = try ZMQSocket(type: ZMQ_ROUTER)
+            let socket = try ZMQSocket(type: ZMQ_ROUTER, context: context)
             try socket.set(ZMQ_LINGER, 0)
             try socket.set64(ZMQ_MAXMSGSIZE, Int64(BusSchema.maximumBodySize + 4096))
             try socket.bind(endpoint)
@@ -281,7 +322,7 @@ final class BusEventLoop {
     }
 
     private func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
-        let socket = try ZMQSocket(type: ZMQ_DEALER)
+        let socket = try ZMQSocket(type: ZMQ_DEALER, context: context)
         try socket.set(ZMQ_LINGER, 0)
         try socket.connect(endpoint)
         return socket
@@ -291,10 +332,17 @@ final class BusEventLoop {
 
     private func readSubscriptionRequests() {
         guard let publisher else { return }
+        defer { updatePresence() }
         while let frames = try? publisher.receive() {
             // XPUB delivers subscriptions as one frame: 1 (subscribe) or 0 (unsubscribe), then the prefix.
-            guard let first = frames.first, first.first == 1 else { continue }
+            guard let first = frames.first, let kind = first.first else { continue }
             let prefix = String(decoding: first.dropFirst(), as: UTF8.self)
+            guard kind == 1 else {
+                // Only the last unsubscription of a prefix reaches a verbose XPUB.
+                upstreamPrefixes.remove(prefix)
+                continue
+            }
+            upstreamPrefixes.insert(prefix)
             for (topic, body) in retained where topic.hasPrefix(prefix) {
                 publish(topic: topic, body: body, replay: true)
             }
@@ -302,6 +350,34 @@ final class BusEventLoop {
                 // Our own probe subscription reached us through the proxy: send the probe now.
                 send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
             }
+        }
+    }
+
+    /// The proxy went away: the subscriptions it had reported went with it, and whatever
+    /// was in flight. A restarted proxy reports its subscriptions again.
+    private func readPublisherEvents() {
+        guard let publisherMonitor else { return }
+        var disconnected = false
+        while let frames = try? publisherMonitor.receive() {
+            // The first frame is the event (16 bits) and its value (32 bits), little-endian.
+            guard let event = frames.first, event.count >= 2 else { continue }
+            if Int32(event[0]) | Int32(event[1]) << 8 == ZMQ_EVENT_DISCONNECTED { disconnected = true }
+        }
+        guard disconnected else { return }
+        upstreamPrefixes.removeAll()
+        updatePresence()
+    }
+
+    private func isPresent(_ topic: String) -> Bool {
+        upstreamPrefixes.contains { topic.hasPrefix($0) }
+    }
+
+    private func updatePresence() {
+        for (id, watch) in presenceWatches {
+            let present = isPresent(watch.topic)
+            guard present != watch.present else { continue }
+            presenceWatches[id]?.present = present
+            watch.continuation.yield(present)
         }
     }
 
@@ -440,7 +516,9 @@ final class BusEventLoop {
                 ready.resume(returning: .failure(.closed))
             case .shutdown(let continuation):
                 continuation.resume()
-            case .publish, .publishRaw, .unsubscribe, .reply:
+            case .watchPresence(_, _, let continuation):
+                continuation.finish()
+            case .publish, .publishRaw, .unsubscribe, .unwatchPresence, .reply:
                 break
             }
         }
@@ -450,6 +528,8 @@ final class BusEventLoop {
             request.continuation.resume(returning: .failure(.closed))
         }
         for subscription in subscriptions.values { subscription.continuation.finish() }
+        for watch in presenceWatches.values { watch.continuation.finish() }
+        presenceWatches.removeAll()
         for server in servers.values {
             server.socket.close()
             server.continuation.finish()
@@ -459,7 +539,9 @@ final class BusEventLoop {
         subscriptions.removeAll()
         servers.removeAll()
         subscriber?.close()
+        publisherMonitor?.close()
         publisher?.close()
+        context.terminate()
         shutdownContinuation?.resume()
     }
 }

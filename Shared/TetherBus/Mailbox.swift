@@ -6,7 +6,8 @@ import Synchronization
 
 /// Operations handed from any thread to the thread that owns the sockets.
 ///
-/// Posting appends under a lock and writes to an eventfd, which the owner's `zmq_poll` watches.
+/// Posting appends under a lock and, when the queue was empty, writes to an eventfd, which
+/// the owner's `zmq_poll` watches; the owner takes the whole queue on each wake.
 final class Mailbox<Operation: Sendable>: Sendable {
     private struct State {
         var operations: [Operation] = []
@@ -32,12 +33,13 @@ final class Mailbox<Operation: Sendable>: Sendable {
     /// Hands an operation to the owner; false once the mailbox is closed.
     @discardableResult
     func post(_ operation: Operation) -> Bool {
-        let posted = state.withLock { state in
-            guard !state.isClosed else { return false }
+        let (posted, wake) = state.withLock { state in
+            guard !state.isClosed else { return (false, false) }
             state.operations.append(operation)
-            return true
+            // A queue that was not empty has a wake pending already: the owner takes it all.
+            return (true, state.operations.count == 1)
         }
-        if posted {
+        if wake {
             var one: UInt64 = 1
             _ = write(wakeDescriptor, &one, MemoryLayout<UInt64>.size)
         }

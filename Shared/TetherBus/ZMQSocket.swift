@@ -1,22 +1,30 @@
 import CZeroMQ
 import Foundation
 
-/// The process's libzmq context.
+/// A libzmq context.
 ///
-/// libzmq documents its contexts as thread-safe, unlike its sockets; this is the one
+/// libzmq documents its contexts as thread-safe, unlike its sockets; a context is the one
 /// ZeroMQ object shared between threads. Sockets are created and used on one thread each.
 package final class ZMQContext: @unchecked Sendable {
-    package static let shared = ZMQContext()
+    /// The context of the proxy's sockets.
+    package static let shared = ZMQContext(blocky: false)
 
     package let handle: UnsafeMutableRawPointer
 
-    private init() {
+    /// - Parameter blocky: whether terminating the context waits for each socket's linger
+    ///   (the default); without, sockets that set none linger 0.
+    init(blocky: Bool = true) {
         guard let handle = zmq_ctx_new() else {
             fatalError("zmq_ctx_new failed: \(String(cString: zmq_strerror(zmq_errno())))")
         }
-        // Let the process exit without waiting for lingering messages of sockets it forgot.
-        zmq_ctx_set(handle, ZMQ_BLOCKY, 0)
+        if !blocky { zmq_ctx_set(handle, ZMQ_BLOCKY, 0) }
         self.handle = handle
+    }
+
+    /// Ends the context once every socket of it is closed and has sent what it still holds,
+    /// within its linger.
+    func terminate() {
+        while zmq_ctx_term(handle) != 0 && zmq_errno() == EINTR {}
     }
 }
 
@@ -31,7 +39,7 @@ final class ZMQSocket {
     let handle: UnsafeMutableRawPointer
     private var isClosed = false
 
-    init(type: Int32, context: ZMQContext = .shared) throws(BusError) {
+    init(type: Int32, context: ZMQContext) throws(BusError) {
         guard let handle = zmq_socket(context.handle, type) else { throw zmqError("zmq_socket") }
         self.handle = handle
     }

@@ -243,11 +243,12 @@ public struct DeliveryUpdate: Codable, Hashable, Sendable {
     }
 }
 
-/// A streamed reply grew by one chunk.
+/// A streamed reply grew (protod publishes the first chunk at once, then at most one progress each 50 ms, and the end at once).
 public struct StreamProgress: Codable, Hashable, Sendable {
     public var id: MessageID
+    /// The gateway's index of the last chunk in `content`.
     public var chunkIndex: Int
-    /// This chunk's text.
+    /// What `content` gained since the last progress of this reply: one chunk or several.
     public var chunk: String
     /// The reply so far, chunks in order.
     public var content: String

@@ -97,6 +97,30 @@ import TetherTesting
         #expect(await rig.states.entries.contains { $0.value.phase == .reconnecting && $0.value.lastError?.contains("lost the connection") == true })
     }
 
+    /// While the gateway's port refuses connections (it is restarting), connd knocks on it and
+    /// connects as soon as it listens again instead of at the end of the backoff.
+    @Test func restartedGatewayIsUsedAsSoonAsItListens() async throws {
+        let rig = try await Rig()
+        try rig.startGateway()
+        try rig.startConnd()
+        _ = try await rig.connected(epoch: 1)
+
+        rig.gateway?.signal(SIGKILL)
+        _ = try rig.gateway?.waitForExit(timeout: .seconds(5))
+        // The default backoff tries after about 1 s and 2 s more, then waits about 4 s.
+        try await Task.sleep(for: .milliseconds(4000))
+        let listening = Date()
+        try rig.startGateway()
+        let back = try await rig.connected(epoch: 2, timeout: .seconds(20))
+
+        let lastWait = await rig.states.entries.last { !$0.header.replay && $0.value.phase == .reconnecting && $0.value.nextAttemptAt != nil }
+        let scheduled = try #require(lastWait?.value.nextAttemptAt)
+        print(
+            "gateway listening again: connected \(String(format: "%.0f", back.header.timestamp.timeIntervalSince(listening) * 1000)) ms after it started,"
+                + " \(String(format: "%.1f", scheduled.timeIntervalSince(back.header.timestamp))) s before the backoff's next attempt")
+        #expect(back.header.timestamp < scheduled.addingTimeInterval(-1), "connected at \(back.header.timestamp), the backoff's attempt was due at \(scheduled)")
+    }
+
     @Test func gatewayThatStopsAnsweringPingsIsDeclaredDead() async throws {
         let rig = try await Rig()
         try rig.startGateway()

@@ -100,7 +100,13 @@ import TetherWire
         // A front end attaches, then quits (SIGTERM: it says it leaves).
         let watch = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch-1")
         defer { watch.stop() }
-        let present = try await presences.waitFor(.frontEndPresence, as: FrontEndPresence.self) { $0.frontEnd == "tether watch" && $0.state == .active }
+        let present: TopicRecorder.Entry
+        do {
+            present = try await presences.waitFor(.frontEndPresence, as: FrontEndPresence.self) { $0.frontEnd == "tether watch" && $0.state == .active }
+        } catch {
+            Issue.record("tether watch never said it was there (\(watch.isRunning ? "running" : "exited")): \(watch.standardError)\nsnapd: \(set.log(of: "snapd").suffix(2000))")
+            throw error
+        }
         let instance = present.decode(FrontEndPresence.self)?.instance
         try await Task.sleep(for: .milliseconds(1500))
         #expect(await states.latest?.phase == .connected, "suspended while a front end was attached")

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TetherBus
 import TetherSchema
@@ -102,6 +103,40 @@ import TetherTesting
             #expect(error.description.contains("after 2 attempts"))
         }
         await client.close()
+    }
+
+    /// What a publisher that must not lose messages relies on: it hears when the proxy goes
+    /// (a restarted proxy has lost what was in flight) and when a subscriber is back.
+    @Test func subscriberPresenceFollowsTheProxyAndTheSubscribers() async throws {
+        let run = try TestRunDirectory()
+        var (proxy, client) = try await startBus(run)
+        defer { proxy.stop() }
+        let seen = Changes()
+        let presence = try client.subscriberPresence(for: .wireOutbound)
+        let watcher = Task {
+            for await present in presence { seen.values.withLock { $0.append(present) } }
+        }
+        defer { watcher.cancel() }
+        func changes() -> [Bool] { seen.values.withLock { $0 } }
+
+        #expect(await eventually { changes() == [false] }, "nobody subscribes yet: \(changes())")
+        let tap = try ChildProcess(Programs.path("tether-tap"), ["--run-dir", run.path, "--json", "wire.out"], outputDirectory: run.path, name: "tap")
+        defer { tap.stop() }
+        #expect(await eventually { changes() == [false, true] }, "the tap subscribed: \(changes()); bus: \(proxy.standardError); tap: \(tap.standardError); client: \(client.statistics)")
+
+        proxy.signal(SIGKILL)
+        _ = try proxy.waitForExit(timeout: .seconds(5))
+        #expect(await eventually { changes() == [false, true, false] }, "the proxy died: \(changes())")
+        proxy = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path, name: "bus-again")
+        #expect(await eventually { changes() == [false, true, false, true] }, "the tap is back through the new proxy: \(changes())")
+
+        tap.stop()
+        #expect(await eventually { changes() == [false, true, false, true, false] }, "the tap left: \(changes())")
+        await client.close()
+    }
+
+    private final class Changes: Sendable {
+        let values = Mutex<[Bool]>([])
     }
 
     @Test func secondProxyInTheSameRunDirectoryIsRefused() async throws {

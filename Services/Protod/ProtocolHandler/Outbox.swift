@@ -50,6 +50,13 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
 
 /// The durable outgoing queue: an SQLite file. A message is acknowledged to the front end
 /// only once committed here, and stays until the gateway acknowledges it.
+///
+/// WAL mode with `synchronous = FULL`: each commit waits for one flush of the log to the
+/// disk (a rollback journal waits for several), so an accepted message, and a message ended
+/// (cancelled, expired, failed), survives a power cut. Marks whose loss costs only a
+/// repeated write (sent, delivered, the session to resume) do not wait for the disk: a
+/// process that dies keeps them, and after a power cut the message is written again and
+/// the gateway, which drops repeated ids, acknowledges it again.
 public struct Outbox: Sendable {
     private let database: DatabaseQueue
 
@@ -57,6 +64,10 @@ public struct Outbox: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
         database = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
     }
@@ -162,7 +173,7 @@ public struct Outbox: Sendable {
 
     /// Counts an unacknowledged write; returns the count so far.
     public func recordTimeout(id: String) async throws -> Int {
-        try await database.write { db in
+        try await writeWithoutWaitingForTheDisk { db in
             try db.execute(sql: "UPDATE outbox SET timeouts = timeouts + 1 WHERE id = ?", arguments: [id])
             return try Int.fetchOne(db, sql: "SELECT timeouts FROM outbox WHERE id = ?", arguments: [id]) ?? 0
         }
@@ -180,7 +191,7 @@ public struct Outbox: Sendable {
 
     /// Records that a message was written to the connection `connection` (epoch `epoch`).
     public func markSent(id: String, epoch: Int, connection: String?, at date: Date = Date()) async throws {
-        try await database.write { db in
+        try await writeWithoutWaitingForTheDisk { db in
             try db.execute(
                 sql: """
                     UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
@@ -193,7 +204,7 @@ public struct Outbox: Sendable {
     /// Records the gateway's acknowledgement; when the message was waiting for it, returns
     /// when it was accepted (nil for an acknowledgement that changes nothing).
     public func markDelivered(id: String) async throws -> Date? {
-        try await database.write { db in
+        try await writeWithoutWaitingForTheDisk { db in
             try db.execute(sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent')", arguments: [id])
             guard db.changesCount > 0 else { return nil }
             return try Date.fetchOne(db, sql: "SELECT createdAt FROM outbox WHERE id = ?", arguments: [id])
@@ -217,10 +228,25 @@ public struct Outbox: Sendable {
 
     /// Saves the gateway session to resume.
     public func saveSession(sessionID: String?, lastSequence: Int) async throws {
-        try await database.write { db in
+        try await writeWithoutWaitingForTheDisk { db in
             try db.execute(
                 sql: "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
                 arguments: [sessionID, lastSequence])
+        }
+    }
+
+    /// Commits `updates` without waiting for the disk (`synchronous = NORMAL` for this commit).
+    private func writeWithoutWaitingForTheDisk<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await database.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            var result: T?
+            try db.inTransaction {
+                result = try updates(db)
+                return .commit
+            }
+            guard let result else { throw DatabaseError(message: "the transaction returned nothing") }
+            return result
         }
     }
 

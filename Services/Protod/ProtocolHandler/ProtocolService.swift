@@ -57,6 +57,8 @@ public struct ProtocolService: Service {
     public func run() async throws {
         let commands = try await bus.serve(endpoint: SendMessageCommand.endpoint)
         let inbound = try await bus.subscribe(to: [Topic.connectionState.name, Topic.wireInbound.name, Topic.networkPath.name])
+        let wirePath = try bus.subscriberPresence(for: .wireOutbound)
+        let bus = self.bus
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let engine = self.engine
         builder.on(SendMessageCommand.self) { request in
@@ -79,6 +81,13 @@ public struct ProtocolService: Service {
             group.addTask {
                 for await message in inbound {
                     await engine.receive(message)
+                }
+            }
+            group.addTask {
+                for await heard in wirePath {
+                    // The gateway's replay must find this side listening too.
+                    if heard { try? await bus.confirmRoundTrip(timeout: .seconds(2)) }
+                    await engine.wirePath(heard: heard)
                 }
             }
             group.addTask {
@@ -123,7 +132,16 @@ actor ProtocolEngine {
     private var lastSequence = 0
     /// For each open stream, the sequence of its first chunk: resuming must start before it.
     private var openStreamStarts: [MessageID: Int] = [:]
+    /// For each open stream, when it was last published and how much of it.
+    private var streamsPublished: [MessageID: StreamPublication] = [:]
     private var lastSaved: (String?, Int) = (nil, 0)
+    /// Whether connd's subscription to wire.out is at the proxy: frames written while it is
+    /// not are lost, so none are.
+    private var wireHeard = false
+    /// When the bus path to connd last dropped: frames written before then may be lost.
+    private var wireLostAt: Date?
+    /// The server sequence to ask the gateway to resume after, once frames reach connd again.
+    private var pendingResume: Int?
 
     init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
         self.bus = bus
@@ -242,12 +260,10 @@ actor ProtocolEngine {
             guard connection != connectionID else { return }
             connectionID = connection
             connectedEpoch = connection == nil ? nil : status.epoch
-            guard let epoch = connectedEpoch else { return }
+            guard connectedEpoch != nil else { return }
             // First ask for what the gateway sent while this client could not hear it.
-            let resume = SessionResume(sessionID: sessionID, lastSequence: lastSequence)
-            if let data = try? codec.encode(resume, type: WireMessageType.sessionResume.rawValue, sequence: 0) {
-                publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
-            }
+            pendingResume = lastSequence
+            resumeIfPossible()
             await flush()
         case .wireInbound:
             guard let frame = try? message.decode(WireFrame.self) else { return countMalformed(message) }
@@ -257,6 +273,34 @@ actor ProtocolEngine {
             if !path.satisfied { suggest(Suggestions.checkNetwork) }
         default:
             break
+        }
+    }
+
+    /// The bus path to connd came or went (the proxy or connd restarted). When it goes, what
+    /// was written shortly before may be lost, both ways: when it comes back, the gateway is
+    /// asked to resume after the last frame heard, and the messages written before are
+    /// written again, in order, ahead of any newer one (the gateway drops repeated ids).
+    func wirePath(heard: Bool) async {
+        guard heard != wireHeard else { return }
+        wireHeard = heard
+        guard heard else {
+            wireLostAt = Date()
+            if connectedEpoch != nil { pendingResume = min(pendingResume ?? .max, lastSequence) }
+            logger.warning("the bus path to connd dropped: holding frames until it is back")
+            return
+        }
+        logger.info("the bus path to connd is open")
+        resumeIfPossible()
+        await flush()
+    }
+
+    /// Sends the pending resume request when it can reach the gateway.
+    private func resumeIfPossible() {
+        guard let after = pendingResume, wireHeard, let epoch = connectedEpoch else { return }
+        pendingResume = nil
+        let resume = SessionResume(sessionID: sessionID, lastSequence: after)
+        if let data = try? codec.encode(resume, type: WireMessageType.sessionResume.rawValue, sequence: 0) {
+            publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
         }
     }
 
@@ -345,6 +389,7 @@ actor ProtocolEngine {
         // What the gateway no longer has will not come: a stream still open stays cut.
         for id in Array(openStreamStarts.keys) {
             openStreamStarts[id] = nil
+            streamsPublished[id] = nil
             let partial = assembler.discard(id) ?? ""
             logger.warning("a streamed reply was cut off", metadata: ["message.id": "\(id)"])
             publishChange(
@@ -361,9 +406,19 @@ actor ProtocolEngine {
             if let target = lastAcknowledged { replyTargets[chunk.messageID] = target }
         }
         guard !progress.isDuplicate else { return }
-        publish(
-            StreamProgress(id: chunk.messageID, chunkIndex: chunk.chunkIndex, chunk: chunk.content, content: progress.content, isFinal: progress.isComplete),
-            on: .conversationStream)
+        let id = chunk.messageID
+        let published = streamsPublished[id]
+        if progress.isComplete || published == nil || published!.at.duration(to: .now) >= Self.streamInterval {
+            publishStream(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: progress.isComplete)
+        } else if published?.scheduled == false {
+            // Chunks within the interval go out together when it ends.
+            streamsPublished[id]?.scheduled = true
+            let due = published!.at + Self.streamInterval
+            Task {
+                try? await Task.sleep(until: due)
+                self.publishPendingStream(id)
+            }
+        }
         if progress.isComplete {
             openStreamStarts[chunk.messageID] = nil
             let entry = TranscriptEntry(
@@ -371,6 +426,28 @@ actor ProtocolEngine {
                 inReplyTo: replyTargets.removeValue(forKey: chunk.messageID))
             publishChange(entry)
         }
+    }
+
+    /// How often a streamed reply is published while it grows: its first chunk at once, then
+    /// what came in each interval together, the end at once. A front end redraws no faster,
+    /// and a reply of many small chunks costs the bus a message an interval, not a chunk.
+    static let streamInterval = Duration.milliseconds(50)
+
+    /// Publishes the reply so far, with the text added since it was last published.
+    private func publishStream(_ id: MessageID, content: String, lastIndex: Int, isFinal: Bool) {
+        let previous = streamsPublished[id]?.length ?? 0
+        let added = String(decoding: content.utf8.dropFirst(previous), as: UTF8.self)
+        publish(
+            StreamProgress(id: id, chunkIndex: max(0, lastIndex), chunk: added, content: content, isFinal: isFinal),
+            on: .conversationStream)
+        streamsPublished[id] = isFinal ? nil : StreamPublication(at: .now, length: content.utf8.count, scheduled: false)
+    }
+
+    private func publishPendingStream(_ id: MessageID) {
+        guard let published = streamsPublished[id], let (content, lastIndex) = assembler.assembled(id) else { return }
+        streamsPublished[id]?.scheduled = false
+        guard content.utf8.count > published.length else { return }
+        publishStream(id, content: content, lastIndex: lastIndex, isFinal: false)
     }
 
     // MARK: Sending
@@ -395,7 +472,7 @@ actor ProtocolEngine {
         await saveResumePoint()
         guard pendingCount > 0 else { return }
         await expireOld()
-        guard let epoch = connectedEpoch, let connection = connectionID else { return }
+        guard let epoch = connectedEpoch, let connection = connectionID, wireHeard else { return }
         let messages: [OutboxMessage]
         do {
             messages = try await outbox.pending()
@@ -407,8 +484,9 @@ actor ProtocolEngine {
         var written = 0
         for message in messages {
             let policy = message.retryPolicy
-            if message.status == .sent && message.sentConnection == connection {
-                // Written on this connection: wait for the ack, then retry or give up by the policy.
+            if message.status == .sent && message.sentConnection == connection && !writtenBeforePathLoss(message) {
+                // Written on this connection and not before the bus path dropped: wait for
+                // the ack, then retry or give up by the policy.
                 guard let lastSent = message.lastSentAt else { continue }
                 let waited = now.timeIntervalSince(lastSent) * 1000
                 guard waited >= Double(policy.timeoutMilliseconds + policy.delayMilliseconds) else { continue }
@@ -427,8 +505,8 @@ actor ProtocolEngine {
             }
             let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
             guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
-            // The connection went while this flush waited on the outbox: the next one resends.
-            guard connectionID == connection else { return }
+            // The connection or the bus path went while this flush waited on the outbox: the next one resends.
+            guard connectionID == connection, wireHeard else { return }
             publish(WireFrame(epoch: epoch, text: String(decoding: data, as: UTF8.self)), on: .wireOutbound)
             written += 1
             do {
@@ -444,6 +522,11 @@ actor ProtocolEngine {
             diagnose(DiagnosticEvent(kind: .queueFlushed, count: written))
             await publishSummary()
         }
+    }
+
+    private func writtenBeforePathLoss(_ message: OutboxMessage) -> Bool {
+        guard let lost = wireLostAt, let sent = message.lastSentAt else { return false }
+        return sent <= lost
     }
 
     /// Expires messages not delivered within the expiry.
@@ -524,4 +607,12 @@ extension DeliveryStatus {
         case .cancelled: self = .cancelled
         }
     }
+}
+
+/// When a streamed reply was last published, and its length then (UTF-8 bytes).
+struct StreamPublication {
+    var at: ContinuousClock.Instant
+    var length: Int
+    /// A publication of what comes meanwhile is due at the end of the interval.
+    var scheduled: Bool
 }

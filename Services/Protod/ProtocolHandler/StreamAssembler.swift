@@ -3,8 +3,26 @@ public import TetherWire
 /// Puts streamed replies together from their chunks, which may come out of order or twice.
 public struct StreamAssembler: Sendable {
     private struct Stream {
-        var chunks: [Int: String] = [:]
+        /// The chunks from index 0 with no gap, joined.
+        var assembled = ""
+        /// How many chunks `assembled` holds: the index of the next one it needs.
+        var assembledCount = 0
+        /// Chunks that came ahead of a gap.
+        var waiting: [Int: String] = [:]
         var finalIndex: Int?
+        var isEmpty: Bool { assembledCount == 0 && waiting.isEmpty }
+
+        func has(_ index: Int) -> Bool {
+            index < assembledCount || waiting[index] != nil
+        }
+
+        /// Appends the waiting chunks that now follow on.
+        mutating func absorb() {
+            while let piece = waiting.removeValue(forKey: assembledCount) {
+                assembled += piece
+                assembledCount += 1
+            }
+        }
     }
 
     private var streams: [MessageID: Stream] = [:]
@@ -19,6 +37,8 @@ public struct StreamAssembler: Sendable {
     public struct Progress: Equatable, Sendable {
         /// The reply so far: the chunks from index 0 with no gap, in order.
         public var content: String
+        /// The index of the last chunk in `content` (-1 before chunk 0 came).
+        public var lastIndex: Int
         /// True once the final chunk and every chunk before it have arrived.
         public var isComplete: Bool
         /// True when this chunk's index had arrived before.
@@ -30,40 +50,35 @@ public struct StreamAssembler: Sendable {
     /// Adds a chunk; nil for a chunk of a stream that has already completed.
     public mutating func add(_ chunk: StreamingChunk) -> Progress? {
         guard !completed.contains(chunk.messageID) else { return nil }
-        var stream = streams[chunk.messageID] ?? Stream()
-        let isFirst = stream.chunks.isEmpty
-        let isDuplicate = stream.chunks[chunk.chunkIndex] != nil
-        if !isDuplicate { stream.chunks[chunk.chunkIndex] = chunk.content }
-        if chunk.isFinal { stream.finalIndex = chunk.chunkIndex }
-
-        var content = ""
-        var index = 0
-        while let piece = stream.chunks[index] {
-            content += piece
-            index += 1
+        // Taken out while it changes, so that its text is not copied on each append.
+        var stream = streams.removeValue(forKey: chunk.messageID) ?? Stream()
+        let isFirst = stream.isEmpty
+        let isDuplicate = stream.has(chunk.chunkIndex)
+        if !isDuplicate {
+            stream.waiting[chunk.chunkIndex] = chunk.content
+            stream.absorb()
         }
-        let isComplete = stream.finalIndex.map { index > $0 } ?? false
+        if chunk.isFinal { stream.finalIndex = chunk.chunkIndex }
+        let isComplete = stream.finalIndex.map { stream.assembledCount > $0 } ?? false
         if isComplete {
-            streams[chunk.messageID] = nil
             completed.insert(chunk.messageID)
             completedOrder.append(chunk.messageID)
             if completedOrder.count > completedMemory { completed.remove(completedOrder.removeFirst()) }
         } else {
             streams[chunk.messageID] = stream
         }
-        return Progress(content: content, isComplete: isComplete, isDuplicate: isDuplicate, isFirst: isFirst)
+        return Progress(
+            content: stream.assembled, lastIndex: stream.assembledCount - 1, isComplete: isComplete, isDuplicate: isDuplicate, isFirst: isFirst)
     }
 
     /// Forgets an open stream; returns what had arrived of it, chunks in order from index 0.
     public mutating func discard(_ id: MessageID) -> String? {
-        guard let stream = streams.removeValue(forKey: id) else { return nil }
-        var content = ""
-        var index = 0
-        while let piece = stream.chunks[index] {
-            content += piece
-            index += 1
-        }
-        return content
+        streams.removeValue(forKey: id)?.assembled
+    }
+
+    /// An open stream's reply so far and the index of its last chunk in it.
+    public func assembled(_ id: MessageID) -> (content: String, lastIndex: Int)? {
+        streams[id].map { ($0.assembled, $0.assembledCount - 1) }
     }
 
     /// The streams still open.

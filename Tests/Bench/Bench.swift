@@ -1,0 +1,424 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import Synchronization
+import TetherBus
+import TetherSchema
+import TetherTesting
+import TetherWire
+
+/// The measurements, each beside its baseline taken in the same run.
+struct Bench {
+    struct Settings {
+        var roundTrips: Int
+        var busMessages: Int
+        var chunks: Int
+        var transcriptMessages: Int
+        var idleSeconds: Int
+        var preset: String
+    }
+
+    let settings: Settings
+    private let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    func run() async throws -> BenchTable {
+        var table = BenchTable()
+        table.notes.append(Self.machine())
+        try await measureBus(into: &table)
+
+        let environment = ["TETHER_CHUNK_DELAY": "0", "TETHER_RECONNECT_PRESET": settings.preset]
+        let set = try await ComposedSet(environment: environment)
+        defer { set.stop() }
+        let client = try BusClient(source: "bench", runDirectory: set.run.runDirectory, logger: logger)
+        defer { Task { await client.close() } }
+        try await awaitConnected(client, after: 0)
+
+        let handshake = try await measureRoundTrips(set: set, client: client, into: &table)
+        try await measureChunks(client: client, into: &table)
+        try await measureGatewayRestart(set: set, client: client, handshake: handshake, into: &table)
+        try await measureLinkUp(handshake: handshake, environment: environment, into: &table)
+        try await measureFirstFrame(set: set, client: client, into: &table)
+        try await measureIdle(set: set, into: &table)
+        return table
+    }
+
+    private static func machine() -> String {
+        var name = utsname()
+        uname(&name)
+        let release = withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        #if DEBUG
+        let build = "debug build (figures not representative: use scripts/bench)"
+        #else
+        let build = "release build"
+        #endif
+        return "\(ProcessInfo.processInfo.activeProcessorCount) CPUs, Linux \(release), \(build), "
+            + "measured \(ISO8601DateFormatter().string(from: Date()))"
+    }
+
+    // MARK: The bus
+
+    private struct Tick: Codable {
+        var index: Int
+    }
+
+    private func measureBus(into table: inout BenchTable) async throws {
+        let run = try TestRunDirectory()
+        let proxy = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path)
+        defer { proxy.stop() }
+        guard await eventually(timeout: .seconds(10), { FileManager.default.fileExists(atPath: run.path + "/bus.out") }) else {
+            throw BenchError("the proxy did not start: \(proxy.standardError)")
+        }
+        let busIn = try run.runDirectory.endpoint(Endpoints.busIn)
+        let busOut = try run.runDirectory.endpoint(Endpoints.busOut)
+        let count = settings.roundTrips * 4
+
+        let publisher = try BusClient(source: "bench-publisher", runDirectory: run.runDirectory, logger: logger)
+        let subscriber = try BusClient(source: "bench-subscriber", runDirectory: run.runDirectory, logger: logger)
+        let subscription = try await subscriber.subscribe(to: ["bench."], confirm: true)
+        try await awaitPresence(of: Topic("bench.latency"), at: publisher)
+
+        var latency = Samples()
+        var messages = subscription.makeAsyncIterator()
+        for index in 0..<(count + 100) {
+            let start = ContinuousClock.now
+            try publisher.publish(Tick(index: index), on: Topic("bench.latency"))
+            while true {
+                guard let message = await messages.next() else { throw BenchError("the bus subscription ended") }
+                if let tick = try? message.decode(Tick.self), tick.index == index { break }
+            }
+            if index >= 100 { latency.add(start.duration(to: .now)) }
+        }
+        let rawLatency = try await RawBus.latency(busIn: busIn, busOut: busOut, count: count, warmup: 100)
+        table.add(
+            BenchRow(
+                measurement: "bus: publisher to subscriber through the proxy, p50 / p99 (\(count) messages)",
+                tether: "\(formatMilliseconds(latency.median)) / \(formatMilliseconds(latency.p99))",
+                baseline: "\(formatMilliseconds(rawLatency.median)) / \(formatMilliseconds(rawLatency.p99)) raw libzmq",
+                target: "p50 ≤ 1.5× raw", met: latency.median <= 1.5 * rawLatency.median))
+
+        // Throughput: everything published at once, counted where it arrives.
+        let total = settings.busMessages
+        let progress = Mutex((received: 0, gaps: 0, expected: 0, last: ContinuousClock.now))
+        let counting = Task {
+            for await message in subscription {
+                guard message.topic.name == "bench.throughput", let tick = try? message.decode(Tick.self) else { continue }
+                let done = progress.withLock { state in
+                    state.received += 1
+                    if tick.index != state.expected { state.gaps += 1 }
+                    state.expected = tick.index + 1
+                    state.last = .now
+                    return tick.index == total - 1
+                }
+                if done { return }
+            }
+        }
+        let start = ContinuousClock.now
+        for index in 0..<total { try publisher.publish(Tick(index: index), on: Topic("bench.throughput")) }
+        // Until the last one arrives, or nothing has come for 3 s.
+        while !Task.isCancelled {
+            try await Task.sleep(for: .milliseconds(100))
+            let (received, last) = progress.withLock { ($0.received, $0.last) }
+            if received == total || last.duration(to: .now) > .seconds(3) { break }
+        }
+        counting.cancel()
+        let result = progress.withLock { $0 }
+        let elapsed = start.duration(to: result.last)
+        let rate = Double(result.received) / elapsed.seconds
+        let raw = try await RawBus.throughput(busIn: busIn, busOut: busOut, count: total)
+        let rawRate = Double(raw.received) / raw.elapsed.seconds
+        let lost = total - result.received
+        table.add(
+            BenchRow(
+                measurement: "bus: messages per second, \(total) published at once (lost, gaps)",
+                tether: "\(formatRate(rate, unit: "msg")) (\(lost) lost, \(result.gaps) gaps)",
+                baseline: "\(formatRate(rawRate, unit: "msg")) raw libzmq (\(total - raw.received) lost, \(raw.gaps) gaps)",
+                target: "≥ 0.5× raw, none lost", met: rate >= 0.5 * rawRate && lost == 0 && result.gaps == 0))
+        await publisher.close()
+        await subscriber.close()
+    }
+
+    // MARK: The gateway
+
+    /// Round trips through the whole set and through a direct client; returns the direct
+    /// client's WebSocket handshake times, the baseline of the reconnect rows.
+    private func measureRoundTrips(set: ComposedSet, client: BusClient, into table: inout BenchTable) async throws -> Samples {
+        // The gateway has one conversation: the set steps aside while the direct client talks.
+        _ = try await client.request(ConnectionCommand.self, .init(action: .suspend))
+        try await awaitPhase(client, .suspended)
+        let direct = DirectClient(url: "ws://127.0.0.1:\(set.port)/ws", token: try set.gatewayToken)
+        let directTrips = try await direct.roundTrips(count: settings.roundTrips, warmup: 50)
+        let handshakes = try await direct.handshakes(count: 50)
+        _ = try await client.request(ConnectionCommand.self, .init(action: .resume))
+        try await awaitConnected(client, after: 0)
+
+        let deliveries = try await client.subscribe(to: [Topic.conversationDelivery.name], confirm: true)
+        var updates = deliveries.makeAsyncIterator()
+        var samples = Samples()
+        for index in 0..<(settings.roundTrips + 50) {
+            let id = MessageID("bench-\(UUID().uuidString.lowercased())")
+            let start = ContinuousClock.now
+            _ = try await client.request(SendMessageCommand.self, .init(id: id, content: "round trip \(index)"))
+            try await awaitDelivered([id], from: &updates)
+            if index >= 50 { samples.add(start.duration(to: .now)) }
+        }
+        table.add(
+            BenchRow(
+                measurement: "chat round trip: send to delivered mark, p50 / p99 (\(settings.roundTrips) messages)",
+                tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.p99)) whole set",
+                baseline: "\(formatMilliseconds(directTrips.median)) / \(formatMilliseconds(directTrips.p99)) direct WebSocket client",
+                target: "p50 ≤ 2× direct", met: samples.median <= 2 * directTrips.median))
+        return handshakes
+    }
+
+    private func measureChunks(client: BusClient, into table: inout BenchTable) async throws {
+        let stream = try await client.subscribe(to: [Topic.conversationStream.name], confirm: true)
+        var progress = stream.makeAsyncIterator()
+        // The development bot streams its reply a word a chunk: "You ", "said: ", then the words.
+        let words = max(1, settings.chunks - 2)
+        let content = Array(repeating: "w", count: words).joined(separator: " ")
+        let expected = words + 2
+        _ = try await client.request(SendMessageCommand.self, .init(id: MessageID("bench-stream"), content: content))
+        // protod publishes the reply as it grows, several chunks a message: each must extend
+        // the last by exactly its `chunk`, and the last must hold every chunk.
+        var replyID: MessageID?
+        var messages = 0
+        var breaks = 0
+        var shown = ""
+        var first: ContinuousClock.Instant?
+        var final: StreamProgress?
+        while final == nil, let message = await progress.next() {
+            guard let update = try? message.decode(StreamProgress.self) else { continue }
+            if replyID == nil && update.content.hasPrefix("You") { replyID = update.id }
+            guard update.id == replyID else { continue }
+            if first == nil { first = .now }
+            messages += 1
+            if update.content != shown + update.chunk { breaks += 1 }
+            shown = update.content
+            if update.isFinal { final = update }
+        }
+        guard let first, let final else { throw BenchError("the streamed reply did not finish") }
+        let elapsed = first.duration(to: .now)
+        let rate = Double(final.chunkIndex) / elapsed.seconds
+        let whole = final.content == "You said: " + content && final.chunkIndex == expected - 1
+        table.add(
+            BenchRow(
+                measurement: "streamed chunks, gateway to front end (one reply of \(expected) chunks, \(messages) conv.stream messages)",
+                tether: "\(formatRate(rate, unit: "chunk")) (reply \(whole ? "whole" : "NOT whole"), \(breaks) breaks)",
+                baseline: "—", target: "50,000/s, none lost", met: rate >= 50_000 && whole && breaks == 0))
+    }
+
+    private func measureGatewayRestart(set: ComposedSet, client: BusClient, handshake: Samples, into table: inout BenchTable) async throws {
+        var samples = Samples()
+        for _ in 0..<5 {
+            guard let pid = set.pid(of: "gateway") else { throw BenchError("the gateway is not running") }
+            let epoch = try await currentEpoch(client)
+            async let reconnected = awaitConnected(client, after: epoch)
+            try await Task.sleep(for: .milliseconds(100))
+            kill(pid, SIGKILL)
+            // The event: the restarted gateway accepts connections again.
+            let up = try await Self.whenListening(port: set.port, after: pid)
+            let connected = try await reconnected
+            samples.add(up.duration(to: connected))
+            try await Task.sleep(for: .seconds(1))
+        }
+        table.add(
+            BenchRow(
+                measurement: "reconnect after a gateway restart: port open to connected, median / max (5, preset \(settings.preset))",
+                tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.maximum))",
+                baseline: "\(formatMilliseconds(handshake.median)) bare WebSocket handshake",
+                target: "≤ 100 ms", met: samples.maximum <= 100))
+    }
+
+    private func measureLinkUp(handshake: Samples, environment: [String: String], into table: inout BenchTable) async throws {
+        if let reason = NetworkNamespace.unavailableReason {
+            table.add(BenchRow(measurement: "reconnect after the link comes back", tether: "not measured: \(reason)", baseline: "—", target: "≤ 100 ms", met: nil))
+            return
+        }
+        let namespace = try NetworkNamespace()
+        let set = try await ComposedSet(environment: environment, namespace: namespace)
+        defer { set.stop() }
+        let client = try BusClient(source: "bench-link", runDirectory: set.run.runDirectory, logger: logger)
+        defer { Task { await client.close() } }
+        try await awaitConnected(client, after: 0)
+        var samples = Samples()
+        for _ in 0..<5 {
+            let epoch = try await currentEpoch(client)
+            async let reconnected = awaitConnected(client, after: epoch)
+            try namespace.exec(["ip", "link", "set", namespace.interface, "down"])
+            try await awaitPhase(client, .waitingForNetwork)
+            try await Task.sleep(for: .milliseconds(500))
+            try namespace.exec(["ip", "link", "set", namespace.interface, "up"])
+            try namespace.exec(["ip", "route", "replace", "default", "via", "10.231.0.1", "dev", namespace.interface])
+            let back = ContinuousClock.now
+            let connected = try await reconnected
+            samples.add(back.duration(to: connected))
+            try await Task.sleep(for: .seconds(1))
+        }
+        table.add(
+            BenchRow(
+                measurement: "reconnect after the link comes back (namespace): default route back to connected, median / max (5)",
+                tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.maximum))",
+                baseline: "\(formatMilliseconds(handshake.median)) bare WebSocket handshake",
+                target: "≤ 100 ms", met: samples.maximum <= 100))
+    }
+
+    // MARK: The front end
+
+    private func measureFirstFrame(set: ComposedSet, client: BusClient, into table: inout BenchTable) async throws {
+        let deliveries = try await client.subscribe(to: [Topic.conversationDelivery.name], confirm: true)
+        var updates = deliveries.makeAsyncIterator()
+        // Batches below the outbox limit, each delivered before the next.
+        var sent = 0
+        while sent < settings.transcriptMessages {
+            let batch = (sent..<min(sent + 50, settings.transcriptMessages)).map { MessageID("bench-fill-\($0)") }
+            for id in batch { _ = try await client.request(SendMessageCommand.self, .init(id: id, content: "fill \(id.value)")) }
+            try await awaitDelivered(batch, from: &updates)
+            sent += batch.count
+        }
+        // The newest entry, once the last reply is stored: the first frame ends with it.
+        let lastReply = "You said: fill bench-fill-\(settings.transcriptMessages - 1)"
+        let stored = await eventually(timeout: .seconds(60)) {
+            (try? await client.request(TranscriptCommand.self, .init(limit: 1)))?.entries.last?.content == lastReply
+        }
+        guard stored else { throw BenchError("the last reply did not reach the transcript") }
+        let total = try await client.request(TranscriptCommand.self, .init(limit: TranscriptCommand.pageLimit))
+
+        var samples = Samples()
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            let frontEnd = try ChildProcess(Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain")
+            let shown = await eventually(timeout: .seconds(30)) {
+                (try? String(contentsOfFile: frontEnd.stdoutPath, encoding: .utf8))?.contains(lastReply) == true
+            }
+            let elapsed = start.duration(to: .now)
+            frontEnd.stop()
+            guard shown else { throw BenchError("tether --plain did not show the transcript: \(frontEnd.standardError)") }
+            samples.add(elapsed)
+        }
+        table.add(
+            BenchRow(
+                measurement:
+                    "first frame: `tether --plain` started to its newest stored line shown, median / max (5; transcript of \(2 * settings.transcriptMessages)+ entries, \(total.entries.count) a page)",
+                tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.maximum))", baseline: "—",
+                target: "≤ 100 ms", met: samples.median <= 100))
+    }
+
+    // MARK: Idle
+
+    private func measureIdle(set: ComposedSet, into table: inout BenchTable) async throws {
+        try await Task.sleep(for: .seconds(5))
+        guard let state = set.state() else { throw BenchError("no compose state") }
+        var programs = state.programs.compactMap { program in program.pid.map { (program.name, $0) } }
+        programs.append(("compose", state.supervisorPID))
+        let before = programs.map { ProcessUsage(pid: $0.1) }
+        let start = ContinuousClock.now
+        try await Task.sleep(for: .seconds(settings.idleSeconds))
+        let elapsed = start.duration(to: .now).seconds
+        for ((name, pid), first) in zip(programs, before) {
+            guard let first, let last = ProcessUsage(pid: pid) else {
+                table.add(BenchRow(measurement: "idle: \(name)", tether: "restarted during the measurement", baseline: "—", target: "", met: false))
+                continue
+            }
+            let cpu = (last.cpuSeconds - first.cpuSeconds) / elapsed * 100
+            // The development gateway stands in for the real one: it has no target.
+            let isTether = name != "gateway"
+            table.add(
+                BenchRow(
+                    measurement: "idle \(settings.idleSeconds) s: CPU / peak resident memory of \(name) (its private memory at the end)",
+                    tether: String(format: "%.2f%% / %.1f MB (%.1f MB)", cpu, last.peakMegabytes, last.privateMegabytes), baseline: "—",
+                    target: isTether ? "< 0.5% / 30 MB" : "", met: isTether ? cpu < 0.5 && last.peakMegabytes < 30 : nil))
+        }
+    }
+
+    // MARK: Waiting on the set
+
+    private func awaitDelivered(_ ids: [MessageID], from updates: inout BusSubscription.AsyncIterator) async throws {
+        var waiting = Set(ids)
+        while !waiting.isEmpty {
+            guard let message = await updates.next() else { throw BenchError("the delivery subscription ended") }
+            guard let update = try? message.decode(DeliveryUpdate.self) else { continue }
+            if update.status == .delivered { waiting.remove(update.id) }
+            if update.status == .failed || update.status == .expired, waiting.contains(update.id) {
+                throw BenchError("message \(update.id) \(update.status): \(update.detail ?? "")")
+            }
+        }
+    }
+
+    private func currentEpoch(_ client: BusClient) async throws -> Int {
+        try await connectionStatus(client) { _ in true }.epoch
+    }
+
+    /// The moment the connection is open with an epoch above `epoch`.
+    @discardableResult
+    private func awaitConnected(_ client: BusClient, after epoch: Int) async throws -> ContinuousClock.Instant {
+        _ = try await connectionStatus(client) { $0.phase == .connected && $0.epoch > epoch }
+        return .now
+    }
+
+    private func awaitPhase(_ client: BusClient, _ phase: ConnectionPhase) async throws {
+        _ = try await connectionStatus(client) { $0.phase == phase }
+    }
+
+    /// The first connection status (the retained one, then each change) that `matches`, within 60 s.
+    private func connectionStatus(_ client: BusClient, matching matches: @escaping @Sendable (ConnectionStatus) -> Bool) async throws -> ConnectionStatus {
+        let states = try await client.subscribe(to: [Topic.connectionState.name])
+        return try await withDeadline(.seconds(60), "waiting for the connection") {
+            for await message in states {
+                if let status = try? message.decode(ConnectionStatus.self), matches(status) { return status }
+            }
+            throw BenchError("the connection-state subscription ended")
+        }
+    }
+
+    private func awaitPresence(of topic: Topic, at client: BusClient) async throws {
+        let presence = try client.subscriberPresence(for: topic)
+        try await withDeadline(.seconds(10), "waiting for the subscription to reach the publisher") {
+            for await present in presence where present { return }
+        }
+    }
+
+    /// When the gateway that replaced `pid` accepts TCP connections on `port`.
+    private static func whenListening(port: Int, after pid: Int32) async throws -> ContinuousClock.Instant {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if kill(pid, 0) != 0, Self.accepts(port: port) { return .now }
+            try await Task.sleep(for: .microseconds(500))
+        }
+        throw BenchError("the gateway did not come back on port \(port)")
+    }
+
+    private static func accepts(port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+/// Runs `operation`, or throws once `limit` has passed (cancelling it).
+func withDeadline<T: Sendable>(_ limit: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw BenchError("\(what) took longer than \(limit)") }
+        return value
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

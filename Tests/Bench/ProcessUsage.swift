@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A process's CPU time and peak resident memory, from /proc.
+struct ProcessUsage {
+    /// User and system CPU time, in seconds.
+    var cpuSeconds: Double
+    /// The peak resident set (VmHWM), in megabytes: shared libraries count in full.
+    var peakMegabytes: Double
+    /// The pages only this process uses now (private clean and dirty), in megabytes.
+    var privateMegabytes: Double
+
+    init?(pid: Int32) {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let afterName = stat.range(of: ")", options: .backwards)
+        else { return nil }
+        // After the name: state is field 3, utime and stime are fields 14 and 15.
+        let fields = stat[afterName.upperBound...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        cpuSeconds = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let peakLine = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        let kilobytes = peakLine.flatMap { Double($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") } ?? 0
+        peakMegabytes = kilobytes / 1024
+        let rollup = (try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)) ?? ""
+        let privateKilobytes = rollup.split(separator: "\n").filter { $0.hasPrefix("Private_") }.compactMap {
+            Double($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "")
+        }
+        privateMegabytes = privateKilobytes.reduce(0, +) / 1024
+    }
+}

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+import TetherWire
+
+/// The chaos soak: the whole set in a network namespace while messages are sent and every
+/// program is SIGKILLed at random moments, the gateway restarted, the link taken down and up
+/// and (where the kernel has netem) loss and delay added. Nothing accepted may be lost,
+/// duplicated or reordered. A short run is part of the suite; scripts/chaos runs a long one
+/// (TETHER_CHAOS_SECONDS, TETHER_CHAOS_SEED, and TETHER_CHAOS_FAULTS to choose the kinds).
+@Suite(.serialized) struct ChaosTests {
+    private static let environment = ProcessInfo.processInfo.environment
+
+    @Test func chaosSoakLosesNothing() async throws {
+        let seconds = Double(Self.environment["TETHER_CHAOS_SECONDS"] ?? "") ?? 20
+        let seed = UInt64(Self.environment["TETHER_CHAOS_SEED"] ?? "") ?? UInt64.random(in: 1...999_999)
+        var random = SeededRandom(seed: seed)
+        let namespace: NetworkNamespace? = NetworkNamespace.unavailableReason == nil ? try NetworkNamespace() : nil
+        var kinds = ["kill bus", "kill netmon", "kill snapd", "kill protod", "kill connd", "restart gateway"]
+        var notes: [String] = []
+        if let namespace {
+            kinds.append("link down")
+            if (try? namespace.exec(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"])) != nil {
+                try namespace.exec(["tc", "qdisc", "del", "dev", "lo", "root"])
+                kinds.append("loss and delay")
+            } else {
+                notes.append("loss and delay: not injected, this kernel has no netem qdisc")
+            }
+        } else {
+            notes.append("link down, loss and delay: not injected, \(NetworkNamespace.unavailableReason ?? "")")
+        }
+        if let chosen = Self.environment["TETHER_CHAOS_FAULTS"]?.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }), !chosen.isEmpty {
+            let unknown = chosen.filter { !kinds.contains($0) }
+            try #require(unknown.isEmpty, "TETHER_CHAOS_FAULTS names faults this run cannot inject: \(unknown); it can: \(kinds)")
+            kinds = chosen
+        }
+        print("chaos: \(seconds) s, seed \(seed), faults: \(kinds.joined(separator: ", "))")
+
+        let set = try await ComposedSet(environment: ["TETHER_RECONNECT_PRESET": "aggressive"], namespace: namespace)
+        defer { set.stop() }
+        let client = try BusClient(source: "chaos", runDirectory: set.run.runDirectory, logger: Logger(label: "chaos"))
+        let sender = ChaosSender(client: client)
+
+        let sending = Task {
+            var index = 0
+            while !Task.isCancelled {
+                index += 1
+                await sender.send(id: "chaos-\(index)")
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        var faults: [String: Int] = [:]
+        var recoveries: [String: [Duration]] = [:]
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var marker = 0
+        while ContinuousClock.now < end {
+            let kind = kinds[Int(random.next() % UInt64(kinds.count))]
+            faults[kind, default: 0] += 1
+            try await inject(kind, set: set, namespace: namespace, random: &random)
+            // Recovered once a message sent after the fault has reached the gateway.
+            let over = ContinuousClock.now
+            marker += 1
+            let id = "recovery-\(marker)"
+            await sender.send(id: id)
+            let arrived = await eventually(timeout: .seconds(60)) { set.gatewayRecord().contains { $0["id"] as? String == id } }
+            #expect(arrived, "nothing reached the gateway within 60 s after \(kind)")
+            recoveries[kind, default: []].append(over.duration(to: .now))
+            try await Task.sleep(for: .milliseconds(300 + Int(random.next() % 1200)))
+        }
+        sending.cancel()
+        _ = await sending.value
+
+        let sent = await sender.accepted
+        let everything = await eventually(timeout: .seconds(90)) {
+            Set(set.gatewayRecord().compactMap { $0["id"] as? String }).isSuperset(of: sent)
+        }
+        #expect(everything, "some accepted messages have not reached the gateway after 90 s")
+        let received = set.gatewayRecord().compactMap { $0["id"] as? String }.filter { $0.hasPrefix("chaos-") || $0.hasPrefix("recovery-") }
+        let transcript = try await client.request(TranscriptCommand.self, .init(limit: 1000)).entries
+        let incomplete = transcript.filter { $0.status == .incomplete }.count
+        // Order is judged among the steady stream; the recovery markers go out from another task.
+        let report = ChaosReport(
+            sent: sent, received: received, faults: faults, repliesIncomplete: incomplete, recoveries: recoveries,
+            ordered: { $0.hasPrefix("chaos-") })
+        print("chaos report (seed \(seed)):\n\(report.text)" + notes.map { "\nnote: \($0)" }.joined())
+        #expect(report.lost.isEmpty, "lost: \(report.lost.prefix(20))")
+        #expect(report.duplicated.isEmpty, "duplicated: \(report.duplicated)")
+        #expect(report.outOfOrder == 0, "late: \(report.lateExamples.map { "\($0.late) after \($0.after)" })")
+        #expect(report.sent > Int(seconds), "too few messages went through the soak to mean anything")
+        await client.close()
+    }
+
+    private func inject(_ kind: String, set: ComposedSet, namespace: NetworkNamespace?, random: inout SeededRandom) async throws {
+        switch kind {
+        case "restart gateway":
+            guard let pid = set.pid(of: "gateway") else { return }
+            kill(pid, SIGKILL)
+            _ = await set.awaitRestart(of: "gateway", replacing: pid, timeout: .seconds(30))
+        case "link down":
+            guard let namespace else { return }
+            try namespace.exec(["ip", "link", "set", namespace.interface, "down"])
+            try await Task.sleep(for: .milliseconds(300 + Int(random.next() % 1500)))
+            try namespace.exec(["ip", "link", "set", namespace.interface, "up"])
+            try namespace.exec(["ip", "route", "replace", "default", "via", "10.231.0.1", "dev", namespace.interface])
+        case "loss and delay":
+            guard let namespace else { return }
+            try namespace.exec(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "80ms", "20ms", "loss", "10%"])
+            try await Task.sleep(for: .milliseconds(1000 + Int(random.next() % 2000)))
+            try namespace.exec(["tc", "qdisc", "del", "dev", "lo", "root"])
+        default:
+            let program = String(kind.dropFirst("kill ".count))
+            guard let pid = set.pid(of: program) else { return }
+            kill(pid, SIGKILL)
+            _ = await set.awaitRestart(of: program, replacing: pid, timeout: .seconds(30))
+        }
+    }
+}
+
+/// Sends messages with ids of its own, again with the same id until protod accepts it (a
+/// killed protod, a full retry budget), as a careful front end would.
+actor ChaosSender {
+    private let client: BusClient
+    /// The ids accepted, in the order they were sent.
+    private(set) var accepted: [String] = []
+
+    init(client: BusClient) {
+        self.client = client
+    }
+
+    func send(id: String) async {
+        while !Task.isCancelled {
+            let request = SendMessageCommand.Request(id: MessageID(id), content: "chaos \(id)")
+            // Not accepted means an earlier attempt whose reply was lost already committed it.
+            if (try? await client.request(SendMessageCommand.self, request, requestID: id, timeout: .seconds(1))) != nil {
+                accepted.append(id)
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so a seed replays the same faults.
+struct SeededRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
