@@ -215,7 +215,7 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "TetherTesting",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherTesting",
                     "TetherSchema", "TetherWire",
                 ],
                 path: "Tests/ServiceLogicTests",

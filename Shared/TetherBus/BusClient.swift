@@ -24,14 +24,20 @@ public final class BusClient: Sendable {
     private let locks = Mutex<[LockFile]>([])
     private let logger: Logger
 
-    /// Connects to the bus in `runDirectory` (creating the directory 0700 if needed).
+    /// Connects to the bus in `runDirectory` (creating the directory 0700 if needed), or
+    /// to `remote`'s proxy over TCP with CURVE; commands stay in `runDirectory` either way.
     ///
     /// Connecting never waits for the proxy: ZeroMQ connects when it appears, and again
     /// after it restarts; retained values are published again to every new subscription.
-    public init(source: String, runDirectory: RunDirectory, logger: Logger) throws(BusError) {
+    public init(source: String, runDirectory: RunDirectory, remote: RemoteBus? = nil, logger: Logger) throws(BusError) {
         try runDirectory.prepare()
-        let busIn = try runDirectory.endpoint(Endpoints.busIn)
-        let busOut = try runDirectory.endpoint(Endpoints.busOut)
+        let busIn: String
+        let busOut: String
+        if let remote {
+            (busIn, busOut) = (remote.busIn, remote.busOut)
+        } else {
+            (busIn, busOut) = (try runDirectory.endpoint(Endpoints.busIn), try runDirectory.endpoint(Endpoints.busOut))
+        }
         self.source = source
         self.runDirectory = runDirectory
         self.logger = logger
@@ -40,7 +46,7 @@ public final class BusClient: Sendable {
         self.mailbox = mailbox
         self.counters = counters
         let configuration = BusEventLoop.Configuration(
-            source: source, busIn: busIn, busOut: busOut, runDirectory: runDirectory, logger: logger)
+            source: source, busIn: busIn, busOut: busOut, busLocation: remote?.busIn ?? runDirectory.path, remote: remote, logger: logger)
         let thread = Thread {
             BusEventLoop(configuration: configuration, mailbox: mailbox, counters: counters).run()
         }

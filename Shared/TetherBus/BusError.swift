@@ -13,6 +13,10 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         case malformedReply(endpoint: String)
         case malformedMessage(String)
         case encoding(String)
+        case invalidKey(String)
+        case invalidAddress(String)
+        case keyRefused(endpoint: String)
+        case handshakeFailed(endpoint: String)
     }
 
     private let code: Code
@@ -49,11 +53,19 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     public static func malformedReply(endpoint: String) -> Self { .init(.malformedReply(endpoint: endpoint)) }
     /// A body could not be encoded or decoded.
     public static func encoding(_ detail: String) -> Self { .init(.encoding(detail)) }
+    /// A CURVE key that is not 40 Z85 characters.
+    public static func invalidKey(_ detail: String) -> Self { .init(.invalidKey(detail)) }
+    /// A remote bus address that is not `tcp://HOST:PORT`.
+    public static func invalidAddress(_ address: String) -> Self { .init(.invalidAddress(address)) }
+    /// A remote bus refused this program's key: it is not in the bus's allow-list.
+    public static func keyRefused(endpoint: String) -> Self { .init(.keyRefused(endpoint: endpoint)) }
+    /// The CURVE handshake with a remote bus failed for another reason than the allow-list.
+    public static func handshakeFailed(endpoint: String) -> Self { .init(.handshakeFailed(endpoint: endpoint)) }
 
     /// True for ``timedOut(endpoint:attempts:)`` and ``busUnavailable(path:)``: the other side is not there.
     public var isUnreachable: Bool {
         switch code {
-        case .timedOut, .busUnavailable: true
+        case .timedOut, .busUnavailable, .keyRefused, .handshakeFailed: true
         default: false
         }
     }
@@ -82,8 +94,14 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
             "\(endpoint) sent a reply that is not a reply"
         case .malformedMessage(let reason):
             "a malformed bus message: \(reason)"
-        case .encoding(let detail):
+        case .encoding(let detail), .invalidKey(let detail):
             detail
+        case .invalidAddress(let address):
+            "'\(address)' is not a bus address; write tcp://HOST:PORT (PORT for bus.in, PORT+1 for bus.out)"
+        case .keyRefused(let endpoint):
+            "the bus at \(endpoint) refused this program's key: its public key is not in the bus's allow-list (tether-bus --allowed-keys)"
+        case .handshakeFailed(let endpoint):
+            "the secure handshake with the bus at \(endpoint) failed; is --bus-server-key the bus's public key (tether-bus key FILE prints it)?"
         }
     }
 }

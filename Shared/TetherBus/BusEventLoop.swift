@@ -10,7 +10,10 @@ final class BusEventLoop {
         var source: String
         var busIn: String
         var busOut: String
-        var runDirectory: RunDirectory
+        /// Where the proxy is, in the words of errors: the run directory, or the remote endpoint.
+        var busLocation: String
+        /// The remote bus whose CURVE keys the publisher and subscriber use, if not local.
+        var remote: RemoteBus?
         var logger: Logger
     }
 
@@ -57,6 +60,7 @@ final class BusEventLoop {
         case publisher
         case publisherMonitor
         case subscriber
+        case subscriberMonitor
         case server(String)
         case request(Int)
     }
@@ -77,6 +81,10 @@ final class BusEventLoop {
     /// Reports the publisher's connection to the proxy dropping.
     private var publisherMonitor: ZMQSocket?
     private var subscriber: ZMQSocket?
+    /// Reports the subscriber's CURVE handshakes with a remote proxy.
+    private var subscriberMonitor: ZMQSocket?
+    /// Why the last CURVE handshake with a remote proxy failed, until one succeeds.
+    private var handshakeFailure: BusError?
     /// The prefixes subscribed at the proxy, as its subscriptions reached the publisher.
     private var upstreamPrefixes: Set<String> = []
     private var presenceWatches: [Int: PresenceWatch] = [:]
@@ -105,7 +113,8 @@ final class BusEventLoop {
             try socket.set(ZMQ_SNDHWM, 100_000)
             try socket.set(ZMQ_LINGER, 1000)
             try Self.setReconnect(socket)
-            publisherMonitor = try makeMonitor(of: socket, events: ZMQ_EVENT_DISCONNECTED)
+            publisherMonitor = try makeMonitor(of: socket, events: ZMQ_EVENT_DISCONNECTED | handshakeEvents)
+            if let remote = configuration.remote { try socket.setCurveClient(serverKey: remote.serverKey, keys: remote.keys) }
             try socket.connect(configuration.busIn)
             publisher = socket
         } catch {
@@ -127,6 +136,13 @@ final class BusEventLoop {
         return monitor
     }
 
+    /// The handshake events watched on a remote proxy's connections; none on a local one.
+    private var handshakeEvents: Int32 {
+        guard configuration.remote != nil else { return 0 }
+        return ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+            | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    }
+
     private static func setReconnect(_ socket: ZMQSocket) throws(BusError) {
         try socket.set(ZMQ_RECONNECT_IVL, 100)
         try socket.set(ZMQ_RECONNECT_IVL_MAX, 1000)
@@ -146,6 +162,10 @@ final class BusEventLoop {
         if let publisher {
             watched.append(.publisher)
             items.append(zmq_pollitem_t(socket: publisher.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+        }
+        if let subscriberMonitor {
+            watched.append(.subscriberMonitor)
+            items.append(zmq_pollitem_t(socket: subscriberMonitor.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
         if let subscriber {
             watched.append(.subscriber)
@@ -173,6 +193,7 @@ final class BusEventLoop {
             case .publisher: readSubscriptionRequests()
             case .publisherMonitor: readPublisherEvents()
             case .subscriber: readPublications()
+            case .subscriberMonitor: readSubscriberEvents()
             case .server(let name): readCommands(server: name)
             case .request(let id): readReply(request: id)
             }
@@ -249,6 +270,10 @@ final class BusEventLoop {
         try socket.set(ZMQ_RCVHWM, 100_000)
         try socket.set(ZMQ_LINGER, 0)
         try Self.setReconnect(socket)
+        if let remote = configuration.remote {
+            subscriberMonitor = try makeMonitor(of: socket, events: handshakeEvents)
+            try socket.setCurveClient(serverKey: remote.serverKey, keys: remote.keys)
+        }
         try socket.connect(configuration.busOut)
         subscriber = socket
         return socket
@@ -265,7 +290,9 @@ final class BusEventLoop {
                 if prefixCounts[prefix] == 1 { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
             }
             subscriptions[id] = LocalSubscription(prefixes: prefixes, continuation: continuation)
-            if let confirmation {
+            if let confirmation, let handshakeFailure {
+                confirmation.resume(returning: .failure(handshakeFailure))
+            } else if let confirmation {
                 let topic = Topic.probePrefix + configuration.source + "." + UUID().uuidString.lowercased()
                 try socket.set(ZMQ_SUBSCRIBE, bytes: Array(topic.utf8))
                 let now = clock.now
@@ -358,14 +385,50 @@ final class BusEventLoop {
     private func readPublisherEvents() {
         guard let publisherMonitor else { return }
         var disconnected = false
-        while let frames = try? publisherMonitor.receive() {
-            // The first frame is the event (16 bits) and its value (32 bits), little-endian.
-            guard let event = frames.first, event.count >= 2 else { continue }
-            if Int32(event[0]) | Int32(event[1]) << 8 == ZMQ_EVENT_DISCONNECTED { disconnected = true }
+        for event in Self.events(from: publisherMonitor) {
+            if event == ZMQ_EVENT_DISCONNECTED { disconnected = true } else { handshakeEvent(event, endpoint: configuration.busIn) }
         }
         guard disconnected else { return }
         upstreamPrefixes.removeAll()
         updatePresence()
+    }
+
+    private func readSubscriberEvents() {
+        guard let subscriberMonitor else { return }
+        for event in Self.events(from: subscriberMonitor) {
+            handshakeEvent(event, endpoint: configuration.busOut)
+        }
+    }
+
+    /// The events waiting on a monitor socket.
+    private static func events(from monitor: ZMQSocket) -> [Int32] {
+        var events: [Int32] = []
+        while let frames = try? monitor.receive() {
+            // The first frame is the event (16 bits) and its value (32 bits), little-endian.
+            guard let event = frames.first, event.count >= 2 else { continue }
+            events.append(Int32(event[0]) | Int32(event[1]) << 8)
+        }
+        return events
+    }
+
+    /// Follows the CURVE handshakes with a remote proxy: a failure is said once, not at
+    /// every reconnection, and fails the confirmations waiting for the proxy at once.
+    private func handshakeEvent(_ event: Int32, endpoint: String) {
+        guard event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED else {
+            if handshakeFailure != nil { logger.notice("the bus accepted this program's key", metadata: ["bus.endpoint": "\(endpoint)"]) }
+            handshakeFailure = nil
+            return
+        }
+        // The publisher and the subscriber fail alike, and again at every reconnection: once is enough.
+        guard handshakeFailure == nil else { return }
+        let failure: BusError = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? .keyRefused(endpoint: endpoint) : .handshakeFailed(endpoint: endpoint)
+        handshakeFailure = failure
+        logger.error("\(failure)")
+        for (id, probe) in probes {
+            probes[id] = nil
+            try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
+            probe.confirmation.resume(returning: .failure(failure))
+        }
     }
 
     private func isPresent(_ topic: String) -> Bool {
@@ -475,7 +538,7 @@ final class BusEventLoop {
             if now >= probe.deadline {
                 probes[id] = nil
                 try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
-                probe.confirmation.resume(returning: .failure(.busUnavailable(path: configuration.runDirectory.path)))
+                probe.confirmation.resume(returning: .failure(handshakeFailure ?? .busUnavailable(path: configuration.busLocation)))
             } else if now >= probe.nextSend {
                 send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
                 probes[id]?.nextSend = now + .milliseconds(50)
@@ -538,6 +601,7 @@ final class BusEventLoop {
         requests.removeAll()
         subscriptions.removeAll()
         servers.removeAll()
+        subscriberMonitor?.close()
         subscriber?.close()
         publisherMonitor?.close()
         publisher?.close()

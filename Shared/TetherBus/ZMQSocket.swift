@@ -29,17 +29,17 @@ package final class ZMQContext: @unchecked Sendable {
 }
 
 /// The error of the last libzmq call on this thread.
-func zmqError(_ call: String) -> BusError {
+package func zmqError(_ call: String) -> BusError {
     let code = zmq_errno()
     return .system(call: call, errno: code, message: String(cString: zmq_strerror(code)))
 }
 
 /// A ZeroMQ socket. Not Sendable: it is created, used and closed on one thread.
-final class ZMQSocket {
-    let handle: UnsafeMutableRawPointer
+package final class ZMQSocket {
+    package let handle: UnsafeMutableRawPointer
     private var isClosed = false
 
-    init(type: Int32, context: ZMQContext) throws(BusError) {
+    package init(type: Int32, context: ZMQContext) throws(BusError) {
         guard let handle = zmq_socket(context.handle, type) else { throw zmqError("zmq_socket") }
         self.handle = handle
     }
@@ -48,7 +48,7 @@ final class ZMQSocket {
         close()
     }
 
-    func set(_ option: Int32, _ value: Int32) throws(BusError) {
+    package func set(_ option: Int32, _ value: Int32) throws(BusError) {
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
             throw zmqError("zmq_setsockopt(\(option))")
@@ -56,29 +56,29 @@ final class ZMQSocket {
     }
 
     /// For the options libzmq declares as 64-bit (ZMQ_MAXMSGSIZE).
-    func set64(_ option: Int32, _ value: Int64) throws(BusError) {
+    package func set64(_ option: Int32, _ value: Int64) throws(BusError) {
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
             throw zmqError("zmq_setsockopt(\(option))")
         }
     }
 
-    func set(_ option: Int32, bytes: [UInt8]) throws(BusError) {
+    package func set(_ option: Int32, bytes: [UInt8]) throws(BusError) {
         let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
         guard rc == 0 else { throw zmqError("zmq_setsockopt(\(option))") }
     }
 
-    func bind(_ endpoint: String) throws(BusError) {
+    package func bind(_ endpoint: String) throws(BusError) {
         guard zmq_bind(handle, endpoint) == 0 else { throw zmqError("zmq_bind \(endpoint)") }
     }
 
-    func connect(_ endpoint: String) throws(BusError) {
+    package func connect(_ endpoint: String) throws(BusError) {
         guard zmq_connect(handle, endpoint) == 0 else { throw zmqError("zmq_connect \(endpoint)") }
     }
 
     /// Sends a multipart message without blocking; false when the socket cannot take it now.
     @discardableResult
-    func send(_ frames: [[UInt8]]) throws(BusError) -> Bool {
+    package func send(_ frames: [[UInt8]]) throws(BusError) -> Bool {
         for (index, frame) in frames.enumerated() {
             let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
             let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
@@ -91,7 +91,7 @@ final class ZMQSocket {
     }
 
     /// Receives one whole multipart message without blocking; nil when none is waiting.
-    func receive() throws(BusError) -> [[UInt8]]? {
+    package func receive() throws(BusError) -> [[UInt8]]? {
         var frames: [[UInt8]] = []
         while true {
             var message = zmq_msg_t()
@@ -113,7 +113,7 @@ final class ZMQSocket {
         }
     }
 
-    func close() {
+    package func close() {
         guard !isClosed else { return }
         isClosed = true
         zmq_close(handle)

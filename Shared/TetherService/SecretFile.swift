@@ -12,32 +12,33 @@ public struct SecretFileError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// Reads secrets (tokens) from files that only their owner can read.
+/// Reads secrets (tokens, keys) from files that only their owner can read.
 public enum SecretFile {
     /// Reads the first line of `path`. Refuses, as ssh does, a file that the group or
     /// others can read or write, a file that is not a regular file, and an empty one.
-    public static func read(_ path: String) throws -> String {
+    /// `kind` names the file in errors.
+    public static func read(_ path: String, kind: String = "token file") throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw SecretFileError(description: "cannot read token file \(path): \(String(cString: strerror(errno)))")
+            throw SecretFileError(description: "cannot read \(kind) \(path): \(String(cString: strerror(errno)))")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw SecretFileError(description: "token file \(path) is not a regular file")
+            throw SecretFileError(description: "\(kind) \(path) is not a regular file")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw SecretFileError(
-                description: "token file \(path) has permissions \(String(mode, radix: 8)): it must not be readable by others; run chmod 600 \(path)")
+                description: "\(kind) \(path) has permissions \(String(mode, radix: 8)): it must not be readable by others; run chmod 600 \(path)")
         }
         let contents: String
         do {
             contents = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw SecretFileError(description: "cannot read token file \(path): \(error.localizedDescription)")
+            throw SecretFileError(description: "cannot read \(kind) \(path): \(error.localizedDescription)")
         }
         let token = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
         guard !token.isEmpty else {
-            throw SecretFileError(description: "token file \(path) is empty")
+            throw SecretFileError(description: "\(kind) \(path) is empty")
         }
         return token
     }

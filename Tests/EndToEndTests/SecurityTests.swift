@@ -2,10 +2,13 @@
 import Glibc
 #endif
 import Foundation
+import Logging
 import Testing
+import TetherBus
+import TetherSchema
 import TetherTesting
 
-/// What keeps the set private: the run directory, the token.
+/// What keeps the set private: the run directory, the token, the keys of a tcp:// bus.
 @Suite(.serialized) struct SecurityTests {
     /// Runs `arguments` as the user nobody (setpriv), or nil where that cannot be done.
     private func asNobody(_ arguments: [String], in directory: String) throws -> ChildProcess? {
@@ -79,4 +82,111 @@ import TetherTesting
         #expect(scanned >= 15, "only \(scanned) files scanned")
         print("token absent from \(scanned) files of the run directory")
     }
+
+    struct Probe: Codable, Equatable {
+        var value: Int
+    }
+
+    /// The public key `tether-bus key` prints for the key file `name` in `run`, made there.
+    private func makeKey(_ name: String, in run: TestRunDirectory) throws -> String {
+        let process = try ChildProcess(Programs.path("tether-bus"), ["key", run.path + "/" + name], outputDirectory: run.path, name: "key-" + name)
+        #expect(try process.waitForExit(timeout: .seconds(10)) == 0, "\(process.standardError)")
+        return process.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func aTCPBusLetsInOnlyTheKeysItAllows() async throws {
+        guard CurveKeyPair.isSupported else {
+            print("skipped: this libzmq was built without CURVE")
+            return
+        }
+        let run = try TestRunDirectory()
+        let serverKey = try makeKey("bus.key", in: run)
+        let allowedKey = try makeKey("allowed.key", in: run)
+        let strangerKey = try makeKey("stranger.key", in: run)
+        #expect(Set([serverKey, allowedKey, strangerKey]).count == 3 && CurveKey.isValid(allowedKey))
+        var info = stat()
+        #expect(stat(run.path + "/allowed.key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(try makeKey("allowed.key", in: run) == allowedKey, "an existing key file is kept")
+        let allowList = run.path + "/allowed-keys"
+        try "# programs allowed in\n\(allowedKey) test-tap\n".write(toFile: allowList, atomically: true, encoding: .utf8)
+
+        let port = try freePorts(count: 2)
+        let address = "tcp://127.0.0.1:\(port)"
+        let proxy = try ChildProcess(
+            Programs.path("tether-bus"),
+            ["--run-dir", run.path, "--tcp", "127.0.0.1:\(port)", "--curve-key", run.path + "/bus.key", "--allowed-keys", allowList],
+            outputDirectory: run.path)
+        defer { proxy.stop() }
+        let listening = await eventually { proxy.standardError.contains("listening for other hosts") }
+        #expect(listening, "\(proxy.standardError)")
+        #expect(proxy.standardError.contains(serverKey), "the proxy logs its public key")
+
+        // On the proxy's host, over ipc, nothing changes.
+        let local = try BusClient(source: "local", runDirectory: run.runDirectory, logger: Logger(label: "local"))
+        let heard = try await TopicRecorder(bus: local, prefixes: ["test."])
+        try local.retain(Probe(value: 42), on: Topic("test.retained"))
+
+        // From "another host": a tap with its own run directory, reaching the bus over TCP only.
+        let elsewhere = try TestRunDirectory()
+        func tap(key: String, _ extra: [String]) throws -> ChildProcess {
+            try ChildProcess(
+                Programs.path("tether-tap"),
+                ["--run-dir", elsewhere.path, "--bus", address, "--bus-server-key", serverKey, "--bus-key", run.path + "/" + key] + extra,
+                outputDirectory: elsewhere.path, name: "tap-" + key)
+        }
+        let allowedTap = try tap(key: "allowed.key", ["--json", "--count", "1", "test.retained"])
+        #expect(try allowedTap.waitForExit(timeout: .seconds(10)) == 0, "\(allowedTap.standardError)")
+        #expect(allowedTap.standardOutput.contains(#""value":42"#), "\(allowedTap.standardOutput)")
+        let admitted = await eventually { proxy.standardError.contains("test-tap") }
+        #expect(admitted, "the proxy names the client it let in")
+
+        // A key not in the allow-list: refused, in words, on both sides.
+        let strangerTap = try tap(key: "stranger.key", ["--count", "1"])
+        #expect(try strangerTap.waitForExit(timeout: .seconds(10)) == 4)
+        #expect(strangerTap.standardError.contains("refused this program's key"), "\(strangerTap.standardError)")
+        #expect(proxy.standardError.contains("refused a bus client whose key is not in the allow-list"), "\(proxy.standardError)")
+        #expect(proxy.standardError.contains(strangerKey))
+
+        // What a stranger publishes never reaches the bus; an allowed program's does.
+        let strangerSecret = try String(contentsOfFile: run.path + "/stranger.key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let stranger = try BusClient(
+            source: "stranger", runDirectory: elsewhere.runDirectory,
+            remote: RemoteBus(address: address, serverKey: serverKey, keys: CurveKeyPair(secretKey: strangerSecret)), logger: Logger(label: "stranger"))
+        do {
+            _ = try await stranger.subscribe(to: ["test."], confirm: true, timeout: .seconds(5))
+            Issue.record("a client whose key is not allowed subscribed")
+        } catch {
+            #expect(error.description.contains("refused this program's key"), "\(error)")
+        }
+        try stranger.publish(Probe(value: 666), on: Topic("test.stranger"))
+        let allowedSecret = try String(contentsOfFile: run.path + "/allowed.key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let friend = try BusClient(
+            source: "friend", runDirectory: elsewhere.runDirectory,
+            remote: RemoteBus(address: address, serverKey: serverKey, keys: CurveKeyPair(secretKey: allowedSecret)), logger: Logger(label: "friend"))
+        _ = try await friend.subscribe(to: ["test."], confirm: true)
+        try friend.publish(Probe(value: 1), on: Topic("test.friend"))
+        _ = try await heard.waitFor(Topic("test.friend"), as: Probe.self)
+        let topics = await heard.entries.map(\.topic.name).filter { $0 != "test.retained" }
+        #expect(topics == ["test.friend"], "the local subscriber heard \(topics)")
+        await heard.stop()
+
+        // The wrong public key for the bus: the handshake fails, in words.
+        let confused = try BusClient(
+            source: "confused", runDirectory: elsewhere.runDirectory,
+            remote: RemoteBus(address: address, serverKey: strangerKey, keys: CurveKeyPair(secretKey: allowedSecret)), logger: Logger(label: "confused"))
+        do {
+            _ = try await confused.subscribe(to: ["test."], confirm: true, timeout: .seconds(3))
+            Issue.record("a client with the wrong key for the bus subscribed")
+        } catch {
+            #expect(error.description.contains("secure handshake"), "\(error)")
+        }
+
+        // The allow-list is read at every connection: the stranger, added, gets in without a restart.
+        try "\(allowedKey) test-tap\n\(strangerKey) stranger\n".write(toFile: allowList, atomically: true, encoding: .utf8)
+        let welcomeTap = try tap(key: "stranger.key", ["--json", "--count", "1", "test.retained"])
+        #expect(try welcomeTap.waitForExit(timeout: .seconds(10)) == 0, "\(welcomeTap.standardError)")
+        print("tcp:// bus: allowed key in, stranger refused (\(strangerTap.standardError.split(separator: "\n").last ?? "")), admitted once listed")
+        for client in [local, stranger, friend, confused] { await client.close() }
+    }
 }
+

@@ -59,22 +59,45 @@ public enum Programs {
 
 /// A TCP port on the loopback interface that nothing listens on now.
 public func freePort() throws -> Int {
+    try freePorts(count: 1)
+}
+
+/// The first of `count` consecutive TCP ports on the loopback interface that nothing listens on now.
+public func freePorts(count: Int) throws -> Int {
+    for _ in 0..<50 {
+        let (fd, first) = try bindLoopback(port: 0)
+        defer { close(fd) }
+        var others: [Int32] = []
+        defer { others.forEach { close($0) } }
+        for port in first + 1 ..< first + count {
+            guard port <= 65535, let (other, _) = try? bindLoopback(port: port) else { break }
+            others.append(other)
+        }
+        if others.count == count - 1 { return first }
+    }
+    throw TestFailure("no \(count) consecutive free ports")
+}
+
+/// A socket bound to `port` (0: any) on 127.0.0.1, and the port.
+private func bindLoopback(port: Int) throws -> (Int32, Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket failed") }
-    defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
+    address.sin_port = UInt16(port).bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
-    guard bound == 0 else { throw TestFailure("bind failed") }
+    guard bound == 0 else {
+        close(fd)
+        throw TestFailure("bind failed")
+    }
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
 /// Polls `condition` until it holds or `timeout` passes.

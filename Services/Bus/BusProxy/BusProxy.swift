@@ -12,12 +12,37 @@ import TetherSchema
 /// every subscription, repeated ones included, travels upstream to the publishers, which
 /// is how owners of retained topics learn that a new subscriber needs the current value.
 /// The proxy keeps no state: restarting it costs in-flight messages only.
+///
+/// With ``TCPListener``, it also listens on two TCP ports for programs on other hosts,
+/// which must authenticate with CURVE and whose keys must be in an allow-list; the ipc
+/// endpoints stay as they are, guarded by the run directory's permissions.
 public struct BusProxy: Service {
+    /// The TCP ports of a bus shared with other hosts, and what guards them.
+    public struct TCPListener: Sendable {
+        /// The address to listen on (`0.0.0.0`, a host's address, `127.0.0.1`).
+        public var host: String
+        /// The port of `bus.in`; `bus.out` is on the next one.
+        public var port: Int
+        /// The proxy's key pair; clients are given its public key.
+        public var keys: CurveKeyPair
+        /// The allow-list file, read at every connection (see ``AllowedKeys``).
+        public var allowListPath: String
+
+        public init(host: String, port: Int, keys: CurveKeyPair, allowListPath: String) {
+            self.host = host
+            self.port = port
+            self.keys = keys
+            self.allowListPath = allowListPath
+        }
+    }
+
     private let runDirectory: RunDirectory
+    private let listener: TCPListener?
     private let logger: Logger
 
-    public init(runDirectory: RunDirectory, logger: Logger) {
+    public init(runDirectory: RunDirectory, listener: TCPListener? = nil, logger: Logger) {
         self.runDirectory = runDirectory
+        self.listener = listener
         self.logger = logger
     }
 
@@ -28,17 +53,37 @@ public struct BusProxy: Service {
         let endpoints = ProxyThread.Endpoints(
             busIn: try runDirectory.endpoint(Endpoints.busIn),
             busOut: try runDirectory.endpoint(Endpoints.busOut),
-            control: "inproc://tether-bus-control-\(UUID().uuidString)")
+            control: "inproc://tether-bus-control-\(UUID().uuidString)",
+            tcp: listener.map {
+                .init(busIn: "tcp://\($0.host):\($0.port)", busOut: "tcp://\($0.host):\($0.port + 1)", secretKey: $0.keys.secretKey)
+            })
         // Socket files left by a proxy that died: nobody holds the lock, so nobody uses them.
         unlink(runDirectory.file(Endpoints.busIn))
         unlink(runDirectory.file(Endpoints.busOut))
 
+        // Without a ZAP handler libzmq lets every CURVE client in: it is bound before the TCP ports.
+        let authenticator = listener.map { ZAPHandler(allowListPath: $0.allowListPath, logger: logger) }
+        try await authenticator?.start()
         let proxy = ProxyThread(endpoints: endpoints, logger: logger)
-        try await proxy.start()
+        do {
+            try await proxy.start()
+        } catch {
+            await authenticator?.stop()
+            throw error
+        }
         logger.info("bus proxy running", metadata: ["bus.in": "\(endpoints.busIn)", "bus.out": "\(endpoints.busOut)"])
+        if let listener, let tcp = endpoints.tcp {
+            logger.info(
+                "bus proxy listening for other hosts with CURVE",
+                metadata: [
+                    "bus.tcp.in": "\(tcp.busIn)", "bus.tcp.out": "\(tcp.busOut)", "bus.key": "\(listener.keys.publicKey)",
+                    "bus.allowed": "\(listener.allowListPath)",
+                ])
+        }
         try? await gracefulShutdown()
         logger.info("bus proxy stopping")
         await proxy.stop()
+        await authenticator?.stop()
         withExtendedLifetime(lock) {}
     }
 }
@@ -49,6 +94,14 @@ final class ProxyThread: Sendable {
         var busIn: String
         var busOut: String
         var control: String
+        var tcp: TCPEndpoints?
+    }
+
+    /// The CURVE-guarded endpoints for other hosts.
+    struct TCPEndpoints: Sendable {
+        var busIn: String
+        var busOut: String
+        var secretKey: String
     }
 
     private let endpoints: Endpoints
@@ -78,7 +131,7 @@ final class ProxyThread: Sendable {
 
     /// Tells the proxy to terminate and waits for its thread to end.
     func stop() async {
-        Self.sendTerminate(to: endpoints.control)
+        sendControl("TERMINATE", to: endpoints.control)
         for await _ in finished.stream {}
     }
 
@@ -111,28 +164,30 @@ final class ProxyThread: Sendable {
         set(frontend, ZMQ_LINGER, 0)
         set(backend, ZMQ_LINGER, 0)
         set(control, ZMQ_LINGER, 0)
-        for (socket, endpoint) in [(frontend, endpoints.busIn), (backend, endpoints.busOut), (control, endpoints.control)] {
-            guard zmq_bind(socket, endpoint) == 0 else {
+        func bind(_ bindings: [(UnsafeMutableRawPointer, String)]) -> Bool {
+            for (socket, endpoint) in bindings where zmq_bind(socket, endpoint) != 0 {
                 let message = String(cString: zmq_strerror(zmq_errno()))
                 ready.resume(returning: .failure(ProxyError("cannot bind \(endpoint): \(message)")))
-                return
+                return false
             }
+            return true
+        }
+        guard bind([(frontend, endpoints.busIn), (backend, endpoints.busOut), (control, endpoints.control)]) else { return }
+        if let tcp = endpoints.tcp {
+            // libzmq takes a socket's options at each bind: the ipc endpoints bound above stay
+            // as they are, those bound after these options are CURVE servers.
+            for socket in [frontend, backend] {
+                set(socket, ZMQ_CURVE_SERVER, 1)
+                zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, tcp.secretKey, tcp.secretKey.utf8.count)
+                zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, "tether", 6)
+            }
+            guard bind([(frontend, tcp.busIn), (backend, tcp.busOut)]) else { return }
         }
         ready.resume(returning: .success(()))
         // Returns when the control socket receives TERMINATE.
         if zmq_proxy_steerable(frontend, backend, nil, control) != 0, zmq_errno() != ETERM {
             logger.error("the proxy stopped", metadata: ["bus.error": "\(String(cString: zmq_strerror(zmq_errno())))"])
         }
-    }
-
-    /// Sends TERMINATE to the proxy's control socket from a socket this call creates, uses and closes.
-    private static func sendTerminate(to endpoint: String) {
-        guard let socket = zmq_socket(ZMQContext.shared.handle, ZMQ_PAIR) else { return }
-        defer { zmq_close(socket) }
-        var linger: Int32 = 1000
-        zmq_setsockopt(socket, ZMQ_LINGER, &linger, MemoryLayout<Int32>.size)
-        guard zmq_connect(socket, endpoint) == 0 else { return }
-        _ = "TERMINATE".withCString { zmq_send(socket, $0, 9, 0) }
     }
 }
 

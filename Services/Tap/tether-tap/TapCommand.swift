@@ -32,6 +32,7 @@ struct Echo: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Argument(help: "Topics to show: a prefix (conv.) or a glob (conn.*, *.state); none shows all.")
     var topics: [String] = []
@@ -60,6 +61,7 @@ struct Echo: AsyncParsableCommand {
     func validate() throws {
         if let count, count <= 0 { throw ValidationError("--count must be positive") }
         if rate && json { throw ValidationError("--rate and --json cannot be combined") }
+        _ = try remote.remoteBus()
     }
 
     func run() async throws {
@@ -75,7 +77,7 @@ struct Echo: AsyncParsableCommand {
             filter: TapFilter(topics: topics, sources: sources, showProbes: showProbes),
             formatter: TapFormatter(style: json ? .json : .pretty, colored: colored),
             showsRates: rate)
-        let bus = try BusClient(source: "tether-tap", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether-tap"))
+        let bus = try remote.makeBusClient(source: "tether-tap", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether-tap"))
         let subscription: BusSubscription
         do {
             // Everything, whatever the filter: gaps are judged on every message of a source.
@@ -160,6 +162,7 @@ struct Replay: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Argument(help: "The recording.")
     var file: String
@@ -172,6 +175,7 @@ struct Replay: AsyncParsableCommand {
 
     func validate() throws {
         if speed < 0 { throw ValidationError("--speed must be 0 or more") }
+        _ = try remote.remoteBus()
     }
 
     func run() async throws {
@@ -184,7 +188,7 @@ struct Replay: AsyncParsableCommand {
             FileHandle.standardError.write(Data("tether-tap: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let bus = try BusClient(source: "tether-tap", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether-tap"))
+        let bus = try remote.makeBusClient(source: "tether-tap", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether-tap"))
         do {
             // A probe's round trip proves the path into the proxy is open before anything is sent.
             _ = try await bus.subscribe(to: [Topic.probePrefix + "replay"], confirm: true)
