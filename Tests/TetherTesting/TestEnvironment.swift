@@ -100,12 +100,14 @@ private func bindLoopback(port: Int) throws -> (Int32, Int) {
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-public func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// Polls `condition` every `interval` until it holds or `timeout` passes.
+public func eventually(
+    timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(50), _ condition: () async throws -> Bool
+) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
+        try? await Task.sleep(for: interval)
     }
     return try await condition()
 }

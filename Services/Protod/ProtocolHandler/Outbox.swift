@@ -146,14 +146,6 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Pending messages created before `date`, oldest first.
-    public func pendingCreated(before date: Date) async throws -> [String] {
-        try await database.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT id FROM outbox WHERE status IN ('queued', 'sent') AND createdAt < ? ORDER BY sequence", arguments: [date])
-        }
-    }
-
     /// The oldest pending messages beyond the newest `limit`.
     public func pendingBeyond(limit: Int) async throws -> [String] {
         try await database.read { db in

@@ -471,15 +471,22 @@ actor ProtocolEngine {
     private func flushOnce() async {
         await saveResumePoint()
         guard pendingCount > 0 else { return }
-        await expireOld()
-        guard let epoch = connectedEpoch, let connection = connectionID, wireHeard else { return }
-        let messages: [OutboxMessage]
+        var messages: [OutboxMessage]
         do {
             messages = try await outbox.pending()
         } catch {
             logger.error("cannot read the outbox", metadata: ["outbox.error": "\(error)"])
             return
         }
+        // Messages past their expiry end here, connected or not.
+        let cutoff = Date().addingTimeInterval(-settings.expiry.inSeconds)
+        let old = Set(messages.filter { $0.createdAt < cutoff }.map(\.id))
+        if !old.isEmpty {
+            await finish(messages.map(\.id).filter(old.contains), as: .expired, detail: "not delivered within \(settings.expiry)")
+            await publishSummary()
+            messages.removeAll { old.contains($0.id) }
+        }
+        guard let epoch = connectedEpoch, let connection = connectionID, wireHeard else { return }
         let now = Date()
         var written = 0
         for message in messages {
@@ -527,13 +534,6 @@ actor ProtocolEngine {
     private func writtenBeforePathLoss(_ message: OutboxMessage) -> Bool {
         guard let lost = wireLostAt, let sent = message.lastSentAt else { return false }
         return sent <= lost
-    }
-
-    /// Expires messages not delivered within the expiry.
-    private func expireOld() async {
-        guard let old = try? await outbox.pendingCreated(before: Date().addingTimeInterval(-settings.expiry.inSeconds)), !old.isEmpty else { return }
-        await finish(old, as: .expired, detail: "not delivered within \(settings.expiry)")
-        await publishSummary()
     }
 
     private func recordOutcome(success: Bool) {
