@@ -173,32 +173,36 @@ struct Bench {
     }
 
     private func measureChunks(client: BusClient, into table: inout BenchTable) async throws {
-        let stream = try await client.subscribe(to: [Topic.conversationStream.name], confirm: true)
-        var progress = stream.makeAsyncIterator()
+        let subscription = try await client.subscribe(to: [Topic.conversationStream.name], confirm: true)
+        var progress = subscription.makeAsyncIterator()
         // The development bot streams its reply a word a chunk: "You ", "said: ", then the words.
         let words = max(1, settings.chunks - 2)
         let content = Array(repeating: "w", count: words).joined(separator: " ")
         let expected = words + 2
         _ = try await client.request(SendMessageCommand.self, .init(id: MessageID("bench-stream"), content: content))
         // protod publishes the reply as it grows, several chunks a message: each must extend
-        // the last by exactly its `chunk`, and the last must hold every chunk.
-        var replyID: MessageID?
-        var messages = 0
-        var breaks = 0
-        var shown = ""
-        var first: ContinuousClock.Instant?
-        var final: StreamProgress?
-        while final == nil, let message = await progress.next() {
-            guard let update = try? message.decode(StreamProgress.self) else { continue }
-            if replyID == nil && update.content.hasPrefix("You") { replyID = update.id }
-            guard update.id == replyID else { continue }
-            if first == nil { first = .now }
-            messages += 1
-            if update.content != shown + update.chunk { breaks += 1 }
-            shown = update.content
-            if update.isFinal { final = update }
+        // the last by exactly its `chunk`, and the last must hold every chunk. Streams are
+        // followed by id: the reply to the last round trip may still be streaming, and which
+        // stream is this reply shows only once its text goes past "You ".
+        struct Followed {
+            var first: ContinuousClock.Instant = .now
+            var messages = 0
+            var breaks = 0
+            var shown = ""
         }
-        guard let first, let final else { throw BenchError("the streamed reply did not finish") }
+        var streams: [MessageID: Followed] = [:]
+        var ours: (Followed, StreamProgress)?
+        while ours == nil, let message = await progress.next() {
+            guard let update = try? message.decode(StreamProgress.self) else { continue }
+            var stream = streams[update.id] ?? Followed()
+            stream.messages += 1
+            if update.content != stream.shown + update.chunk { stream.breaks += 1 }
+            stream.shown = update.content
+            streams[update.id] = stream
+            if update.isFinal && update.content.hasPrefix("You said: w") { ours = (stream, update) }
+        }
+        guard let (stream, final) = ours else { throw BenchError("the streamed reply did not finish") }
+        let (first, messages, breaks) = (stream.first, stream.messages, stream.breaks)
         let elapsed = first.duration(to: .now)
         let rate = Double(final.chunkIndex) / elapsed.seconds
         let whole = final.content == "You said: " + content && final.chunkIndex == expected - 1

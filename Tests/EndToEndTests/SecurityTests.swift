@@ -147,22 +147,29 @@ import TetherTesting
         #expect(proxy.standardError.contains("refused a bus client whose key is not in the allow-list"), "\(proxy.standardError)")
         #expect(proxy.standardError.contains(strangerKey))
 
-        // What a stranger publishes never reaches the bus; an allowed program's does.
-        let strangerSecret = try String(contentsOfFile: run.path + "/stranger.key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let stranger = try BusClient(
-            source: "stranger", runDirectory: elsewhere.runDirectory,
-            remote: RemoteBus(address: address, serverKey: serverKey, keys: CurveKeyPair(secretKey: strangerSecret)), logger: Logger(label: "stranger"))
-        do {
-            _ = try await stranger.subscribe(to: ["test."], confirm: true, timeout: .seconds(5))
-            Issue.record("a client whose key is not allowed subscribed")
-        } catch {
-            #expect(error.description.contains("refused this program's key"), "\(error)")
+        // In this process, as another host would: a client of the TCP endpoints with `key`
+        // (a key file in `run`), taking the bus to be `busKey`.
+        func remoteClient(_ name: String, key: String, busKey: String) throws -> BusClient {
+            let secret = try String(contentsOfFile: run.path + "/" + key, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            return try BusClient(
+                source: name, runDirectory: elsewhere.runDirectory,
+                remote: RemoteBus(address: address, serverKey: busKey, keys: CurveKeyPair(secretKey: secret)), logger: Logger(label: name))
         }
+        /// Expects `client`'s confirmed subscription to fail with words containing `words`.
+        func expectRefused(_ client: BusClient, saying words: String) async {
+            do {
+                _ = try await client.subscribe(to: ["test."], confirm: true, timeout: .seconds(5))
+                Issue.record("\(client.source) subscribed")
+            } catch {
+                #expect(error.description.contains(words), "\(error)")
+            }
+        }
+
+        // What a stranger publishes never reaches the bus; an allowed program's does.
+        let stranger = try remoteClient("stranger", key: "stranger.key", busKey: serverKey)
+        await expectRefused(stranger, saying: "refused this program's key")
         try stranger.publish(Probe(value: 666), on: Topic("test.stranger"))
-        let allowedSecret = try String(contentsOfFile: run.path + "/allowed.key", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let friend = try BusClient(
-            source: "friend", runDirectory: elsewhere.runDirectory,
-            remote: RemoteBus(address: address, serverKey: serverKey, keys: CurveKeyPair(secretKey: allowedSecret)), logger: Logger(label: "friend"))
+        let friend = try remoteClient("friend", key: "allowed.key", busKey: serverKey)
         _ = try await friend.subscribe(to: ["test."], confirm: true)
         try friend.publish(Probe(value: 1), on: Topic("test.friend"))
         _ = try await heard.waitFor(Topic("test.friend"), as: Probe.self)
@@ -171,15 +178,8 @@ import TetherTesting
         await heard.stop()
 
         // The wrong public key for the bus: the handshake fails, in words.
-        let confused = try BusClient(
-            source: "confused", runDirectory: elsewhere.runDirectory,
-            remote: RemoteBus(address: address, serverKey: strangerKey, keys: CurveKeyPair(secretKey: allowedSecret)), logger: Logger(label: "confused"))
-        do {
-            _ = try await confused.subscribe(to: ["test."], confirm: true, timeout: .seconds(3))
-            Issue.record("a client with the wrong key for the bus subscribed")
-        } catch {
-            #expect(error.description.contains("secure handshake"), "\(error)")
-        }
+        let confused = try remoteClient("confused", key: "allowed.key", busKey: strangerKey)
+        await expectRefused(confused, saying: "secure handshake")
 
         // The allow-list is read at every connection: the stranger, added, gets in without a restart.
         try "\(allowedKey) test-tap\n\(strangerKey) stranger\n".write(toFile: allowList, atomically: true, encoding: .utf8)
