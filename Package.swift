@@ -215,8 +215,8 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherTesting",
-                    "TetherSchema", "TetherWire",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting",
+                    "TetherSchema", "TetherWire", .argumentParser,
                 ],
                 path: "Tests/ServiceLogicTests",
                 swiftSettings: swiftSettings

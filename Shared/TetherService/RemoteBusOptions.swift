@@ -36,7 +36,10 @@ public struct RemoteBusOptions: ParsableArguments, Sendable {
     @Option(help: "A bus on another host: tcp://HOST:PORT, as tether-bus --tcp listens (default: $TETHER_BUS; none: the run directory's bus).")
     public var bus: String?
 
-    @Option(help: "That bus's public key, as 'tether-bus key FILE' printed it there (default: $TETHER_BUS_SERVER_KEY).")
+    // Unconditional: a Z85 key may start with "-", which would otherwise read as an option.
+    @Option(
+        parsing: .unconditional,
+        help: "That bus's public key, as 'tether-bus key FILE' printed it there (default: $TETHER_BUS_SERVER_KEY).")
     public var busServerKey: String?
 
     @Option(help: "This program's secret key file (0600), made with 'tether-bus key FILE'; its public key must be in the bus's allow-list (default: $TETHER_BUS_KEY).")

@@ -1,6 +1,8 @@
+import ArgumentParser
 import BusProxy
 import Testing
 import TetherBus
+import TetherService
 
 /// The pieces of a tcp:// bus that need no socket: keys, addresses, the allow-list.
 @Suite struct CurveKeyTests {
@@ -37,5 +39,13 @@ import TetherBus
             "\(error)".hasPrefix("allowed:2: 'ssh-ed25519' is not a CURVE public key")
         }
         #expect(throws: AllowedKeysError.self) { try AllowedKeys.load("/nonexistent/allowed") }
+    }
+
+    @Test func aBusKeyThatStartsWithADashIsTakenAsTheKey() throws {
+        // "-" is a Z85 character: a key may start with it.
+        let key = "-" + String(repeating: "0", count: 39)
+        let options = try RemoteBusOptions.parse(["--bus", "tcp://h:7400", "--bus-server-key", key, "--bus-key", "/k"])
+        #expect(options.busServerKey == key)
+        #expect(options.bus == "tcp://h:7400" && options.busKey == "/k")
     }
 }
