@@ -126,15 +126,8 @@ public final class BusClient: Sendable {
     /// client's subscriptions are in place there; throws ``BusError/busUnavailable(path:)``
     /// when it does not come back within `timeout`.
     public func confirmRoundTrip(timeout: Duration = .seconds(5)) async throws(BusError) {
-        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let (_, continuation) = AsyncStream<BusMessage>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let mailbox = self.mailbox
-        let result: Result<Void, BusError> = await withCheckedContinuation { confirmation in
-            let posted = mailbox.post(.subscribe(id: id, prefixes: [], continuation: continuation, confirmation: confirmation, timeout: timeout))
-            if !posted { confirmation.resume(returning: .failure(.closed)) }
-        }
-        mailbox.post(.unsubscribe(id: id))
-        try result.get()
+        // A confirmed subscription to nothing, dropped at once: ending its stream unsubscribes it.
+        _ = try await subscribe(to: [], confirm: true, timeout: timeout)
     }
 
     // MARK: Presence

@@ -313,10 +313,7 @@ final class BusEventLoop {
                 try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(prefix.utf8))
             }
         }
-        if let probe = probes.removeValue(forKey: id) {
-            try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
-            probe.confirmation.resume(returning: .failure(.closed))
-        }
+        endProbe(id, with: .failure(.closed))
     }
 
     private func serve(name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation) -> Result<Void, BusError> {
@@ -424,11 +421,7 @@ final class BusEventLoop {
         let failure: BusError = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? .keyRefused(endpoint: endpoint) : .handshakeFailed(endpoint: endpoint)
         handshakeFailure = failure
         logger.error("\(failure)")
-        for (id, probe) in probes {
-            probes[id] = nil
-            try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
-            probe.confirmation.resume(returning: .failure(failure))
-        }
+        for id in Array(probes.keys) { endProbe(id, with: .failure(failure)) }
     }
 
     private func isPresent(_ topic: String) -> Bool {
@@ -489,10 +482,15 @@ final class BusEventLoop {
     }
 
     private func confirmProbe(topic: String) {
-        guard let (id, probe) = probes.first(where: { $0.value.topic == topic }) else { return }
-        probes[id] = nil
-        try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(topic.utf8))
-        probe.confirmation.resume(returning: .success(()))
+        guard let id = probes.first(where: { $0.value.topic == topic })?.key else { return }
+        endProbe(id, with: .success(()))
+    }
+
+    /// Stops probing for the confirmation `id` and tells its caller `result`.
+    private func endProbe(_ id: Int, with result: Result<Void, BusError>) {
+        guard let probe = probes.removeValue(forKey: id) else { return }
+        try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
+        probe.confirmation.resume(returning: result)
     }
 
     private func readCommands(server name: String) {
@@ -536,9 +534,7 @@ final class BusEventLoop {
         let now = clock.now
         for (id, probe) in probes {
             if now >= probe.deadline {
-                probes[id] = nil
-                try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
-                probe.confirmation.resume(returning: .failure(handshakeFailure ?? .busUnavailable(path: configuration.busLocation)))
+                endProbe(id, with: .failure(handshakeFailure ?? .busUnavailable(path: configuration.busLocation)))
             } else if now >= probe.nextSend {
                 send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
                 probes[id]?.nextSend = now + .milliseconds(50)

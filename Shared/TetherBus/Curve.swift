@@ -20,7 +20,7 @@ public struct CurveKeyPair: Sendable, Equatable {
         var publicKey = [CChar](repeating: 0, count: 41)
         var secretKey = [CChar](repeating: 0, count: 41)
         guard zmq_curve_keypair(&publicKey, &secretKey) == 0 else { throw zmqError("zmq_curve_keypair") }
-        return CurveKeyPair(publicKey: Self.string(publicKey), secretKey: Self.string(secretKey))
+        return CurveKeyPair(publicKey: nulTerminatedText(publicKey), secretKey: nulTerminatedText(secretKey))
     }
 
     /// The pair whose secret key is `secretKey`; the public key is derived from it.
@@ -30,32 +30,27 @@ public struct CurveKeyPair: Sendable, Equatable {
         }
         var publicKey = [CChar](repeating: 0, count: 41)
         guard zmq_curve_public(&publicKey, secretKey) == 0 else { throw zmqError("zmq_curve_public") }
-        self.init(publicKey: Self.string(publicKey), secretKey: secretKey)
+        self.init(publicKey: nulTerminatedText(publicKey), secretKey: secretKey)
     }
 
     private init(publicKey: String, secretKey: String) {
         self.publicKey = publicKey
         self.secretKey = secretKey
     }
+}
 
-    private static func string(_ characters: [CChar]) -> String {
-        String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+/// The text a libzmq key call wrote into `characters`, up to its terminating NUL.
+private func nulTerminatedText(_ characters: [CChar]) -> String {
+    String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// Checks and converts CURVE keys.
 public enum CurveKey {
     /// Whether `key` is a 32-byte key written as 40 Z85 characters.
     public static func isValid(_ key: String) -> Bool {
-        binary(key) != nil
-    }
-
-    /// The 32 bytes of a Z85 key, or nil when it is not one.
-    package static func binary(_ key: String) -> [UInt8]? {
-        guard key.utf8.count == 40 else { return nil }
+        guard key.utf8.count == 40 else { return false }
         var bytes = [UInt8](repeating: 0, count: 32)
-        guard zmq_z85_decode(&bytes, key) != nil else { return nil }
-        return bytes
+        return zmq_z85_decode(&bytes, key) != nil
     }
 
     /// The Z85 text of a 32-byte key.
@@ -63,7 +58,7 @@ public enum CurveKey {
         guard binary.count == 32 else { return nil }
         var characters = [CChar](repeating: 0, count: 41)
         guard zmq_z85_encode(&characters, binary, 32) != nil else { return nil }
-        return String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return nulTerminatedText(characters)
     }
 }
 

@@ -214,18 +214,12 @@ struct Bench {
     }
 
     private func measureGatewayRestart(set: ComposedSet, client: BusClient, handshake: Samples, into table: inout BenchTable) async throws {
-        var samples = Samples()
-        for _ in 0..<5 {
+        let samples = try await reconnectSamples(client) {
             guard let pid = set.pid(of: "gateway") else { throw BenchError("the gateway is not running") }
-            let epoch = try await currentEpoch(client)
-            async let reconnected = awaitConnected(client, after: epoch)
             try await Task.sleep(for: .milliseconds(100))
             kill(pid, SIGKILL)
             // The event: the restarted gateway accepts connections again.
-            let up = try await Self.whenListening(port: set.port, after: pid)
-            let connected = try await reconnected
-            samples.add(up.duration(to: connected))
-            try await Task.sleep(for: .seconds(1))
+            return try await Self.whenListening(port: set.port, after: pid)
         }
         table.add(
             reconnectRow(
@@ -244,24 +238,33 @@ struct Bench {
         let client = try BusClient(source: "bench-link", runDirectory: set.run.runDirectory, logger: logger)
         defer { Task { await client.close() } }
         try await awaitConnected(client, after: 0)
-        var samples = Samples()
-        for _ in 0..<5 {
-            let epoch = try await currentEpoch(client)
-            async let reconnected = awaitConnected(client, after: epoch)
+        let samples = try await reconnectSamples(client) {
             try namespace.exec(["ip", "link", "set", namespace.interface, "down"])
             try await awaitPhase(client, .waitingForNetwork)
             try await Task.sleep(for: .milliseconds(500))
             try namespace.exec(["ip", "link", "set", namespace.interface, "up"])
             try namespace.exec(["ip", "route", "replace", "default", "via", "10.231.0.1", "dev", namespace.interface])
-            let back = ContinuousClock.now
-            let connected = try await reconnected
-            samples.add(back.duration(to: connected))
-            try await Task.sleep(for: .seconds(1))
+            return ContinuousClock.now
         }
         table.add(
             reconnectRow(
                 "reconnect after the link comes back (namespace): default route back to connected, median / max (5)", samples: samples,
                 handshake: handshake))
+    }
+
+    /// Five reconnects: each time `fault` breaks the connection and returns the moment the
+    /// way back opens (the event); a sample is from then to connd's next `connected`.
+    private func reconnectSamples(_ client: BusClient, fault: () async throws -> ContinuousClock.Instant) async throws -> Samples {
+        var samples = Samples()
+        for _ in 0..<5 {
+            let epoch = try await currentEpoch(client)
+            async let reconnected = awaitConnected(client, after: epoch)
+            let event = try await fault()
+            let connected = try await reconnected
+            samples.add(event.duration(to: connected))
+            try await Task.sleep(for: .seconds(1))
+        }
+        return samples
     }
 
     private func reconnectRow(_ measurement: String, samples: Samples, handshake: Samples) -> BenchRow {

@@ -408,12 +408,12 @@ actor ProtocolEngine {
         guard !progress.isDuplicate else { return }
         let id = chunk.messageID
         let published = streamsPublished[id]
-        if progress.isComplete || published == nil || published!.at.duration(to: .now) >= Self.streamInterval {
+        let due = published.map { $0.at + Self.streamInterval } ?? .now
+        if progress.isComplete || due <= .now {
             publishStream(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: progress.isComplete)
         } else if published?.scheduled == false {
             // Chunks within the interval go out together when it ends.
             streamsPublished[id]?.scheduled = true
-            let due = published!.at + Self.streamInterval
             Task {
                 try? await Task.sleep(until: due)
                 self.publishPendingStream(id)
@@ -480,11 +480,11 @@ actor ProtocolEngine {
         }
         // Messages past their expiry end here, connected or not.
         let cutoff = Date().addingTimeInterval(-settings.expiry.inSeconds)
-        let old = Set(messages.filter { $0.createdAt < cutoff }.map(\.id))
-        if !old.isEmpty {
-            await finish(messages.map(\.id).filter(old.contains), as: .expired, detail: "not delivered within \(settings.expiry)")
+        let expired = messages.filter { $0.createdAt < cutoff }.map(\.id)
+        if !expired.isEmpty {
+            await finish(expired, as: .expired, detail: "not delivered within \(settings.expiry)")
             await publishSummary()
-            messages.removeAll { old.contains($0.id) }
+            messages.removeAll { $0.createdAt < cutoff }
         }
         guard let epoch = connectedEpoch, let connection = connectionID, wireHeard else { return }
         let now = Date()
