@@ -218,9 +218,13 @@ public enum ConnectionCommand: BusCommand {
 
     public struct Request: Codable, Sendable {
         public var action: Action
+        /// Why, in words, for the log (tether-protod asks for a new connection when the
+        /// open one failed a probe).
+        public var reason: String?
 
-        public init(action: Action) {
+        public init(action: Action, reason: String? = nil) {
             self.action = action
+            self.reason = reason
         }
     }
 

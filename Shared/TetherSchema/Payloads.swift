@@ -200,6 +200,15 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
     public var isFinal: Bool { rank == 3 }
 }
 
+/// How tether-protod knows which message a reply answers.
+public enum ReplyAttribution: String, Codable, Sendable, CaseIterable {
+    /// The gateway named it (`replyTo` on the wire): certain.
+    case gateway
+    /// The gateway did not say: the oldest message written and not yet answered, as a
+    /// gateway that answers in order would. Likely, not certain.
+    case order
+}
+
 /// One message of the conversation, as the transcript holds it.
 public struct TranscriptEntry: Codable, Hashable, Sendable {
     public var id: MessageID
@@ -209,12 +218,17 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     public var status: DeliveryStatus
     /// For a bot's reply: the user message it answers, where known.
     public var inReplyTo: MessageID?
+    /// How `inReplyTo` was found.
+    public var attribution: ReplyAttribution?
+    /// Why, in words, for an `incomplete` reply.
+    public var detail: String?
     /// The conversation revision tether-protod gave this change (see ``ConversationChange``);
     /// nil from a publisher that keeps no journal.
     public var revision: Int?
 
     public init(
-        id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil, revision: Int? = nil
+        id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil,
+        attribution: ReplyAttribution? = nil, detail: String? = nil, revision: Int? = nil
     ) {
         self.id = id
         self.sender = sender
@@ -222,6 +236,8 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
         self.timestamp = timestamp
         self.status = status
         self.inReplyTo = inReplyTo
+        self.attribution = attribution
+        self.detail = detail
         self.revision = revision
     }
 }
@@ -253,13 +269,21 @@ public struct StreamProgress: Codable, Hashable, Sendable {
     /// The reply so far, chunks in order.
     public var content: String
     public var isFinal: Bool
+    /// The user message it answers, where known, and how that is known.
+    public var inReplyTo: MessageID?
+    public var attribution: ReplyAttribution?
 
-    public init(id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool) {
+    public init(
+        id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool, inReplyTo: MessageID? = nil,
+        attribution: ReplyAttribution? = nil
+    ) {
         self.id = id
         self.chunkIndex = chunkIndex
         self.chunk = chunk
         self.content = content
         self.isFinal = isFinal
+        self.inReplyTo = inReplyTo
+        self.attribution = attribution
     }
 }
 
@@ -360,6 +384,11 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
     public enum Kind: String, Codable, Sendable, CaseIterable {
         case messageSent
         case deliveryFailed
+        /// No acknowledgement within the retry policy's timeout on a live connection; the
+        /// message is kept and the connection probed.
+        case acknowledgementOverdue
+        /// The gateway did not answer a probe in time: the connection is replaced.
+        case probeFailed
         case fallbackUsed
         case queued
         case queueFlushed

@@ -191,12 +191,16 @@ public struct StreamingChunk: Hashable, Codable, Sendable {
     public var chunkIndex: Int
     public var content: String
     public var isFinal: Bool
+    /// The user message this reply answers: a Tether addition, absent from seed peers (and
+    /// then not written).
+    public var replyTo: MessageID?
 
-    public init(messageID: MessageID, chunkIndex: Int, content: String, isFinal: Bool) {
+    public init(messageID: MessageID, chunkIndex: Int, content: String, isFinal: Bool, replyTo: MessageID? = nil) {
         self.messageID = messageID
         self.chunkIndex = chunkIndex
         self.content = content
         self.isFinal = isFinal
+        self.replyTo = replyTo
     }
 }
 

@@ -248,6 +248,64 @@ import TetherTesting
         _ = try await rig.connected(epoch: 1)
     }
 
+    @Test func afterTheAttemptsRunOutTheKnockFindsTheGatewayBack() async throws {
+        let rig = try await Rig()
+        try rig.startConnd(["--max-attempts", "2", "--backoff-base", "0.2", "--failed-knock", "1"])
+        let failed = try await rig.states.waitFor { $0.phase == .failed }
+        #expect(failed.value.failure == .unreachable)
+        try await Task.sleep(for: .seconds(2))
+        let started = ContinuousClock.now
+        try rig.startGateway()
+        let back = try await rig.connected(epoch: 1, timeout: .seconds(10))
+        let took = started.duration(to: back.receivedAt)
+        print("failed, nobody asking: connected \(took) after the gateway started (knock every 1 s)")
+        #expect(took < .seconds(3))
+    }
+
+    @Test func aFrozenGatewayIsGivenUpAtTheUpgradeDeadlineAndReconnectIsTakenMidAttempt() async throws {
+        let rig = try await Rig()
+        try rig.startGateway()
+        try rig.startConnd(["--preset", "aggressive", "--upgrade-deadline", "2"])
+        _ = try await rig.connected(epoch: 1)
+        rig.gateway?.signal(SIGSTOP)
+        defer { rig.gateway?.signal(SIGCONT) }
+        let asked = ContinuousClock.now
+        let first = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        #expect(first.accepted)
+        // The attempt hangs in the upgrade; another reconnect, in the middle of it, is taken.
+        try await Task.sleep(for: .milliseconds(500))
+        let second = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        #expect(second.accepted, "a reconnect during an attempt was refused")
+        let secondAsked = ContinuousClock.now
+        let gaveUp = try await rig.states.waitFor(timeout: .seconds(10), since: asked) {
+            $0.lastError?.contains("did not complete the WebSocket upgrade") == true
+        }
+        let took = secondAsked.duration(to: gaveUp.receivedAt)
+        print("frozen gateway: the attempt was given up \(took) after it started (deadline 2 s): \(gaveUp.value.lastError ?? "")")
+        #expect(took < .seconds(3.5))
+        rig.gateway?.signal(SIGCONT)
+        let back = try await rig.states.waitFor(timeout: .seconds(20)) { $0.phase == .connected && $0.epoch >= 2 }
+        print("frozen gateway: connected again \(asked.duration(to: back.receivedAt)) after the first reconnect")
+    }
+
+    @Test func rejectedAttemptsLeaveNoSocketOpen() async throws {
+        let rig = try await Rig()
+        try rig.startGateway(["--faults", #"{"rejectToken": true}"#])
+        try rig.startConnd()
+        _ = try await rig.states.waitFor { $0.failure == .credentialRejected }
+        for _ in 2...5 {
+            let since = ContinuousClock.now
+            _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+            _ = try await rig.states.waitFor(since: since) { $0.failure == .credentialRejected }
+        }
+        let pid = try #require(rig.connd?.pid)
+        let settled = await eventually(timeout: .seconds(5)) { !SocketStates.of(pid: pid).contains("CLOSE-WAIT") }
+        let states = SocketStates.of(pid: pid)
+        print("after five rejected attempts connd holds TCP sockets: \(states)")
+        #expect(settled, "sockets left in CLOSE-WAIT: \(states)")
+        #expect(states.filter { $0 != "LISTEN" }.isEmpty, "sockets left open: \(states)")
+    }
+
     @Test func gatewayFaultSwitches() async throws {
         let rig = try await Rig()
         try rig.startGateway()

@@ -91,7 +91,13 @@ import TetherTesting
         let set = try await ComposedSet()
         defer { set.stop() }
         #expect(try set.tether(["send", "before"]).status == 0)
-        let plain = try ChildProcess(Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain")
+        // Its input stays open (a FIFO the test holds, opened first so that neither side
+        // waits for the other, and not inherited) until the test is done with it.
+        let input = set.run.path + "/plain.input"
+        #expect(mkfifo(input, 0o600) == 0)
+        let typing = FileHandle(fileDescriptor: open(input, O_RDWR | O_CLOEXEC), closeOnDealloc: true)
+        let plain = try ChildProcess(
+            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
         defer { plain.stop() }
         let drawn = await eventually { plain.standardOutput.contains("you: before [delivered]") && plain.standardOutput.contains("Opta: You said: before") }
         #expect(drawn, "the stored transcript was not printed: \(plain.standardOutput)")
@@ -109,6 +115,14 @@ import TetherTesting
             plain.standardOutput.contains("Connection: Reconnecting…") && plain.standardOutput.contains("Connection: Reconnected.")
         }
         #expect(announced, "the connection's changes were not announced: \(plain.standardOutput)")
-        print("tether --plain:\n\(plain.standardOutput)")
+
+        // A line typed, then the end of the input: it leaves once its message is answered.
+        try typing.write(contentsOf: Data("typed last\n".utf8))
+        try typing.close()
+        let ended = ContinuousClock.now
+        let status = try plain.waitForExit(timeout: .seconds(20))
+        #expect(status == 0)
+        #expect(plain.standardOutput.contains("Opta: You said: typed last"), "it left before its message was answered: \(plain.standardOutput)")
+        print("tether --plain:\n\(plain.standardOutput)\nexited \(ended.duration(to: .now)) after its input ended")
     }
 }

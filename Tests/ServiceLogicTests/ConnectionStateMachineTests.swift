@@ -59,6 +59,7 @@ import TetherSchema
         "resume": .resume,
         "manual reconnect": .manualReconnect,
         "credential changed": .credentialChanged,
+        "gateway answered": .gatewayAnswered,
         "stop": .stop,
     ]
 
@@ -88,6 +89,7 @@ import TetherSchema
             "network available": .stays(.connecting(attempt: 1, inFlight: true)),
             "interface changed": .stays(.connecting(attempt: 1, inFlight: true)),
             "suspend": Outcome(state: .suspended, actions: [.cancelAttempt]),
+            "manual reconnect": Outcome(state: .connecting(attempt: 1, inFlight: true), actions: [.cancelAttempt, .connect(attempt: 1)]),
             "credential changed": .stays(.connecting(attempt: 1, inFlight: true)),
             "stop": Outcome(state: .disconnected, actions: [.cancelAttempt]),
         ]),
@@ -130,6 +132,7 @@ import TetherSchema
             "network available": .stays(.reconnecting(attempt: 1, inFlight: true)),
             "interface changed": .stays(.reconnecting(attempt: 1, inFlight: true)),
             "suspend": Outcome(state: .suspended, actions: [.cancelAttempt]),
+            "manual reconnect": Outcome(state: .reconnecting(attempt: 1, inFlight: true), actions: [.cancelAttempt, .connect(attempt: 1)]),
             "credential changed": .stays(.reconnecting(attempt: 1, inFlight: true)),
             "stop": Outcome(state: .disconnected, actions: [.cancelAttempt]),
         ]),
@@ -173,6 +176,7 @@ import TetherSchema
             "suspend": Outcome(state: .suspended),
             "manual reconnect": Outcome(state: .connecting(attempt: 1, inFlight: true), actions: [.connect(attempt: 1)]),
             "credential changed": .stays(.failed(.unreachable)),
+            "gateway answered": Outcome(state: .connecting(attempt: 1, inFlight: true), actions: [.connect(attempt: 1)]),
             "stop": Outcome(state: .disconnected),
         ]),
         "failed: retries exhausted": (.failed(.retriesExhausted), [
@@ -182,6 +186,7 @@ import TetherSchema
             "suspend": Outcome(state: .suspended),
             "manual reconnect": Outcome(state: .reconnecting(attempt: 1, inFlight: true), actions: [.connect(attempt: 1)]),
             "credential changed": .stays(.failed(.retriesExhausted)),
+            "gateway answered": Outcome(state: .reconnecting(attempt: 1, inFlight: true), actions: [.connect(attempt: 1)]),
             "stop": Outcome(state: .disconnected),
         ]),
     ]

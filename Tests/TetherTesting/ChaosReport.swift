@@ -3,6 +3,8 @@ import Foundation
 /// What a chaos soak found: from the messages accepted, in the order sent, and the gateway's
 /// record of what it received, in the order received.
 public struct ChaosReport: Sendable {
+    /// The gateway the soak ran against, in words.
+    public var gateway: String
     public var sent: Int
     public var faults: [String: Int]
     /// Accepted messages the gateway never received.
@@ -22,9 +24,10 @@ public struct ChaosReport: Sendable {
     ///   - received: the ids in the gateway's record, in the order received.
     ///   - ordered: which messages must arrive in the order sent (those of one sender).
     public init(
-        sent: [String], received: [String], faults: [String: Int], repliesIncomplete: Int, recoveries: [String: [Duration]],
+        gateway: String, sent: [String], received: [String], faults: [String: Int], repliesIncomplete: Int, recoveries: [String: [Duration]],
         ordered: (String) -> Bool = { _ in true }
     ) {
+        self.gateway = gateway
         self.sent = sent.count
         self.faults = faults
         self.repliesIncomplete = repliesIncomplete
@@ -61,6 +64,7 @@ public struct ChaosReport: Sendable {
         let longest = longestRecovery.map(Self.seconds) ?? "-"
         let byKind = recoveries.sorted { $0.key < $1.key }.compactMap { kind, durations in durations.max().map { "\(kind) \(Self.seconds($0))" } }
         return """
+            gateway:             \(gateway)
             messages sent:       \(sent)
             faults injected:     \(faults.values.reduce(0, +)) (\(faultWords))
             messages lost:       \(lost.count)

@@ -16,8 +16,13 @@ public final class ChildProcess: @unchecked Sendable {
     public let stderrPath: String
     private var exitStatus: Int32?
 
-    /// Starts `executable` with `arguments` and extra `environment` variables.
-    public init(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:], outputDirectory: String, name: String? = nil) throws {
+    /// Starts `executable` with `arguments` and extra `environment` variables; its standard
+    /// input reads `standardInput` (a FIFO lets a test type into it; open it for writing
+    /// first, with O_CLOEXEC: the spawn waits until the child has opened it).
+    public init(
+        _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:], outputDirectory: String, name: String? = nil,
+        standardInput: String = "/dev/null"
+    ) throws {
         let label = name ?? URL(fileURLWithPath: executable).lastPathComponent
         self.name = label
         stdoutPath = "\(outputDirectory)/\(label).\(UUID().uuidString.prefix(6)).out"
@@ -26,7 +31,7 @@ public final class ChildProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, standardInput, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         var attributes = posix_spawnattr_t()

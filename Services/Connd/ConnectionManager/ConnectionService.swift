@@ -23,10 +23,17 @@ public struct ConnectionConfiguration: Sendable {
     public var closeDeadline: Duration
     /// The largest frame accepted from the gateway.
     public var maximumFrameSize: Int
+    /// How long an attempt may take from the TCP connect to the end of the WebSocket upgrade
+    /// (TLS handshake included); a gateway that takes longer is given up on.
+    public var upgradeDeadline: Duration
+    /// In `failed` for want of a gateway (unreachable, retries exhausted): how often its port
+    /// is knocked at, so that a set nobody watches connects again once it is back.
+    public var failedKnockInterval: Duration?
 
     public init(
         url: String, credential: CredentialSource, policy: ReconnectPolicy = .default, caFile: String? = nil,
-        closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20
+        closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20, upgradeDeadline: Duration = .seconds(5),
+        failedKnockInterval: Duration? = .seconds(30)
     ) {
         self.url = url
         self.credential = credential
@@ -34,6 +41,8 @@ public struct ConnectionConfiguration: Sendable {
         self.caFile = caFile
         self.closeDeadline = closeDeadline
         self.maximumFrameSize = maximumFrameSize
+        self.upgradeDeadline = upgradeDeadline
+        self.failedKnockInterval = failedKnockInterval
     }
 
     var tlsConfiguration: TLSConfiguration? {
@@ -74,7 +83,7 @@ public struct ConnectionService: Service {
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let driver = self.driver
         builder.on(ConnectionCommand.self) { request in
-            await driver.perform(request.action)
+            await driver.perform(request.action, reason: request.reason)
         }
         let dispatcher = builder
         await driver.start()
@@ -83,6 +92,7 @@ public struct ConnectionService: Service {
             group.addTask { await driver.followNetwork(network) }
             group.addTask { await dispatcher.run(commands) }
             group.addTask { await driver.watchCredential() }
+            group.addTask { await driver.knockWhileFailed() }
             group.addTask { await driver.followFrontEnds(frontEnds) }
             if let logind = lifecycle.logind {
                 let watcher = SleepWatcher(bus: logind, logger: logger)
@@ -151,7 +161,8 @@ actor ConnectionDriver {
 
     private var closingTask: ClosingConnection?
 
-    func perform(_ action: ConnectionCommand.Action) -> ConnectionCommand.Reply {
+    func perform(_ action: ConnectionCommand.Action, reason: String? = nil) -> ConnectionCommand.Reply {
+        if let reason { logger.notice("asked to \(action.rawValue)", metadata: ["connection.reason": "\(reason)"]) }
         let accepted =
             switch action {
             case .reconnect: handle(.manualReconnect)
@@ -284,6 +295,11 @@ actor ConnectionDriver {
             currentAttempt += 1
             let id = currentAttempt
             attemptTask = Task { await self.runConnection(id: id, attempt: attempt) }
+            let deadline = configuration.upgradeDeadline
+            Task {
+                guard (try? await Task.sleep(for: deadline)) != nil else { return }
+                self.upgradeDeadlinePassed(id: id)
+            }
         case .scheduleRetry(let delay, _):
             retryTask?.cancel()
             nextAttemptAt = Date().addingTimeInterval(delay.inSeconds)
@@ -418,9 +434,26 @@ actor ConnectionDriver {
         return machine.epoch
     }
 
+    /// The attempt `id` has not opened its connection within the upgrade deadline: it is
+    /// abandoned (its task cancelled, whatever it says later ignored) and counts as failed.
+    private func upgradeDeadlinePassed(id: Int) {
+        guard id == currentAttempt, writer == nil, attemptTask != nil else { return }
+        attemptTask?.cancel()
+        currentAttempt += 1
+        endAttempt(
+            opened: false,
+            problem: ConnectionProblem(
+                .unreachable, "the gateway at \(configuration.url) did not complete the WebSocket upgrade within \(configuration.upgradeDeadline)"),
+            token: nil)
+    }
+
     /// - Parameter token: the token the attempt used, nil when none could be read.
     private func attemptEnded(id: Int, opened: Bool, problem: ConnectionProblem, token: String?) {
         guard id == currentAttempt else { return }
+        endAttempt(opened: opened, problem: problem, token: token)
+    }
+
+    private func endAttempt(opened: Bool, problem: ConnectionProblem, token: String?) {
         writer = nil
         attemptTask = nil
         if problem.kind == .credentialRejected { rejectedToken = token }
@@ -494,6 +527,19 @@ actor ConnectionDriver {
             } else if let before = previous?.interface, before != path.interface {
                 handle(.networkAvailable(interfaceChanged: true))
             }
+        }
+    }
+
+    /// While failed for want of a gateway, knocks at its port every `failedKnockInterval` and
+    /// connects again as soon as something listens there.
+    func knockWhileFailed() async {
+        guard let interval = configuration.failedKnockInterval, let address = gatewayAddress else { return }
+        for await _ in AsyncTimerSequence.repeating(every: interval) {
+            guard machine.state.awaitsGateway else { continue }
+            guard await GatewayKnock.knock(host: address.host, port: address.port, timeout: .seconds(2)) == .accepted else { continue }
+            guard machine.state.awaitsGateway else { continue }
+            logger.info("the gateway's port takes connections again: connecting")
+            handle(.gatewayAnswered)
         }
     }
 

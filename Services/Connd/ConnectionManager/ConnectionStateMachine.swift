@@ -57,6 +57,9 @@ public struct ConnectionStateMachine: Sendable {
         case resume
         case manualReconnect
         case credentialChanged
+        /// In `failed` (unreachable or retries exhausted), the slow knock found the
+        /// gateway's port taking connections again.
+        case gatewayAnswered
         case stop
     }
 
@@ -170,12 +173,16 @@ public struct ConnectionStateMachine: Sendable {
         case (.suspended, .resume):
             return beginConnecting()
 
-        case (.connecting(_, true), .manualReconnect), (.reconnecting(_, true), .manualReconnect), (.suspended, .manualReconnect):
+        case (.suspended, .manualReconnect):
             return .refused
         case (_, .manualReconnect):
             let actions = teardown(graceful: false)
             state = firstAttempt
             return Transition(accepted: true, actions: actions + [.connect(attempt: 1)])
+
+        case (.failed(.unreachable), .gatewayAnswered), (.failed(.retriesExhausted), .gatewayAnswered):
+            state = firstAttempt
+            return .to(.connect(attempt: 1))
 
         case (.failed(.credentialRejected), .credentialChanged):
             state = firstAttempt
@@ -283,6 +290,12 @@ public struct ConnectionStateMachine: Sendable {
 }
 
 extension ConnectionStateMachine.State {
+    /// Failed for want of a gateway that answers: a slow knock at its port may bring it back
+    /// (a rejected credential or certificate waits for a person instead).
+    public var awaitsGateway: Bool {
+        self == .failed(.unreachable) || self == .failed(.retriesExhausted)
+    }
+
     var isReconnecting: Bool {
         if case .reconnecting = self { return true }
         return false

@@ -50,6 +50,12 @@ struct ConndCommand: AsyncParsableCommand {
     @Option(help: "Seconds a graceful close (suspend, shutdown) may take.")
     var closeDeadline: Double = 5
 
+    @Option(help: "Seconds an attempt may take to connect and complete the WebSocket upgrade (TLS included).")
+    var upgradeDeadline: Double = 5
+
+    @Option(help: "Seconds between knocks at the gateway's port once attempts are used up (failed); 0 never.")
+    var failedKnock: Double = 30
+
     @Option(help: "Seconds after the last front end left before the connection is suspended; 0 never.")
     var idleSuspend: Double = 30
 
@@ -64,12 +70,16 @@ struct ConndCommand: AsyncParsableCommand {
             throw ValidationError("wss:// needs a host name, not an address (\(host)): TLS verifies the certificate against the name")
         }
         guard ReconnectPolicy.preset(named: preset) != nil else { throw ValidationError("--preset must be default or aggressive") }
-        for (name, value) in [("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--heartbeat", heartbeat), ("--close-deadline", closeDeadline)] {
+        for (name, value) in [
+            ("--backoff-base", backoffBase), ("--backoff-cap", backoffCap), ("--heartbeat", heartbeat), ("--close-deadline", closeDeadline),
+            ("--upgrade-deadline", upgradeDeadline),
+        ] {
             if let value, value <= 0 { throw ValidationError("\(name) must be positive") }
         }
         if let jitter, !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         guard idleSuspend >= 0 else { throw ValidationError("--idle-suspend must be 0 or more") }
+        guard failedKnock >= 0 else { throw ValidationError("--failed-knock must be 0 or more") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read the CA file \(caFile)") }
     }
 
@@ -94,7 +104,9 @@ struct ConndCommand: AsyncParsableCommand {
         if let maxAttempts { policy.maxAttempts = maxAttempts }
         if let heartbeat { policy.heartbeat = .milliseconds(Int(heartbeat * 1000)) }
         let configuration = ConnectionConfiguration(
-            url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)))
+            url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)),
+            upgradeDeadline: .milliseconds(Int(upgradeDeadline * 1000)),
+            failedKnockInterval: failedKnock > 0 ? .milliseconds(Int(failedKnock * 1000)) : nil)
         let lifecycle = LifecycleSettings(
             idleSuspendAfter: idleSuspend > 0 ? .milliseconds(Int(idleSuspend * 1000)) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()

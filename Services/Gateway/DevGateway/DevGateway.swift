@@ -57,8 +57,8 @@ public enum DevGateway {
     public static func makeApplication(configuration: GatewayConfiguration, logger: Logger) throws -> some ApplicationProtocol {
         let record = try GatewayRecord(path: configuration.recordPath)
         let bot = DemoBot(name: configuration.botName, chunkDelay: configuration.chunkDelay)
-        let conversation = GatewayConversation(bot: bot, record: record, logger: logger)
         let faults = FaultSwitch(configuration.faults)
+        let conversation = GatewayConversation(bot: bot, record: record, faults: faults, logger: logger)
         let connections = Atomic<Int>(0)
         let token = configuration.token
         let authorized: @Sendable (HTTPFields) -> Bool = { headers in

@@ -1,6 +1,7 @@
 public import Foundation
 import NIOCore
 import Synchronization
+import TetherWire
 
 /// Faults the development gateway can inject, switched at run time through
 /// `POST /admin/faults` or at start with `--faults`, so people and tests can watch Tether cope.
@@ -19,11 +20,33 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     public var sendMalformedFrames = false
     /// Reject every token (HTTP 401).
     public var rejectToken = false
+    /// Read every frame and drop it, answering nothing (no acknowledgement, reply or pong),
+    /// while TCP stays open: a gateway gone silent. What it dropped is never processed.
+    public var silent = false
+
+    // A peer without Tether's additions, and its streams' faults.
+
+    /// Behave as a gateway that knows only the seeds' JSON: no duplicate suppression (a
+    /// repeated id is answered again and recorded again), no `session.resume` (ignored as an
+    /// unknown type, nothing replayed), no `replyTo` on chunks, one message answered at a
+    /// time, each acknowledged after its reply.
+    public var strictSeed = false
+    /// Wait this long before each acknowledgement.
+    public var acknowledgementDelayMilliseconds = 0
+    /// Send each chunk twice.
+    public var duplicateChunks = false
+    /// Send the chunks of a reply in pairs swapped (1, 0, 3, 2, …).
+    public var reorderChunks = false
+    /// Leave out the chunk of this index from every reply (`null` to stop).
+    public var dropChunkIndex: Int?
+    /// Never send a reply's final chunk (nor the bot's idle after it).
+    public var omitFinalChunk = false
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
+        case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk
     }
 
     /// Reads a full or partial set: absent fields keep `base`'s values.
@@ -45,7 +68,33 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Double.self, forKey: .dropConnectionFraction) { faults.dropConnectionFraction = min(max(value, 0), 1) }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .sendMalformedFrames) { faults.sendMalformedFrames = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .rejectToken) { faults.rejectToken = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .silent) { faults.silent = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .strictSeed) { faults.strictSeed = value }
+        if let value = try container.decodeIfPresent(Int.self, forKey: .acknowledgementDelayMilliseconds) {
+            faults.acknowledgementDelayMilliseconds = max(0, value)
+        }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .duplicateChunks) { faults.duplicateChunks = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .reorderChunks) { faults.reorderChunks = value }
+        if container.contains(.dropChunkIndex) { faults.dropChunkIndex = try container.decodeIfPresent(Int.self, forKey: .dropChunkIndex) }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .omitFinalChunk) { faults.omitFinalChunk = value }
         self = faults
+    }
+}
+
+extension GatewayFaults {
+    /// The chunks of a reply as these faults send them: each with its index, the last one
+    /// final, then left out, swapped or doubled.
+    func sending(_ pieces: [String], messageID: MessageID, replyTo: MessageID?) -> [StreamingChunk] {
+        var chunks = pieces.enumerated().map { index, piece in
+            StreamingChunk(messageID: messageID, chunkIndex: index, content: piece, isFinal: index == pieces.count - 1, replyTo: replyTo)
+        }
+        if omitFinalChunk { chunks.removeLast() }
+        if let dropChunkIndex { chunks.removeAll { $0.chunkIndex == dropChunkIndex } }
+        if reorderChunks {
+            for index in stride(from: 0, to: chunks.count - 1, by: 2) { chunks.swapAt(index, index + 1) }
+        }
+        if duplicateChunks { chunks = chunks.flatMap { [$0, $0] } }
+        return chunks
     }
 }
 

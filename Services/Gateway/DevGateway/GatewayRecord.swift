@@ -17,8 +17,9 @@ public struct RecordedMessage: Codable, Hashable, Sendable {
     }
 }
 
-/// Every chat message the gateway received, once each, in arrival order; also appended to a
-/// JSON-lines file when one is configured, so tests and people can read it.
+/// Every chat message the gateway received, once each (or, as a seed-only peer, every time
+/// it arrived), in arrival order; also appended to a JSON-lines file when one is
+/// configured, so tests and people can read it.
 actor GatewayRecord {
     private var messages: [RecordedMessage] = []
     private var seenIDs: Set<String> = []
@@ -50,8 +51,10 @@ actor GatewayRecord {
     }
 
     /// Records a message; false when its id was recorded before (a retry, not a new message).
-    func add(_ message: ChatMessage, connection: Int) -> Bool {
-        guard seenIDs.insert(message.id.value).inserted else { return false }
+    /// With `keepingRepeats`, a repeated id is recorded again, as a peer that does not
+    /// recognise repeats would take it.
+    func add(_ message: ChatMessage, connection: Int, keepingRepeats: Bool = false) -> Bool {
+        guard seenIDs.insert(message.id.value).inserted || keepingRepeats else { return false }
         let recorded = RecordedMessage(id: message.id.value, content: message.content, receivedAt: Date(), connection: connection)
         messages.append(recorded)
         if let file, var line = try? JSONEncoder.gateway.encode(recorded) {

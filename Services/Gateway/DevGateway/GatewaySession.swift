@@ -9,7 +9,7 @@ import TetherWire
 final class GatewayLink: Sendable {
     let connection: Int
     private let outbound: WebSocketOutboundWriter
-    private let faults: FaultSwitch
+    let faults: FaultSwitch
     private let state = Mutex(LinkState())
 
     private struct LinkState {
@@ -30,11 +30,15 @@ final class GatewayLink: Sendable {
         set { state.withLock { $0.live = newValue } }
     }
 
-    /// Writes a frame; closes the connection when the close-after-frames fault says so.
-    func write(_ text: String) async throws {
+    /// Writes a frame; closes the connection when the close-after-frames fault says so. An
+    /// `immediate` frame (a pong: like a WebSocket pong, it answers for the connection, not
+    /// for the bot) goes past the delay and the malformed frames.
+    func write(_ text: String, immediate: Bool = false) async throws {
         let faults = self.faults.current
-        if faults.frameDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.frameDelayMilliseconds)) }
-        if faults.sendMalformedFrames { try await outbound.write(.text(#"{"type": "chat.message", "payload": [malformed"#)) }
+        if !immediate {
+            if faults.frameDelayMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.frameDelayMilliseconds)) }
+            if faults.sendMalformedFrames { try await outbound.write(.text(#"{"type": "chat.message", "payload": [malformed"#)) }
+        }
         try await outbound.write(.text(text))
         let sent = state.withLock { state in
             state.framesSent += 1
@@ -61,10 +65,14 @@ actor GatewayConversation {
     private var history: [(sequence: Int, text: String)] = []
     private let historyLimit = 10_000
     private var link: GatewayLink?
+    private let faults: FaultSwitch
+    /// A seed-only peer's answer under way: the next one waits for it.
+    private var lastAnswer: Task<Void, Never>?
 
-    init(bot: DemoBot, record: GatewayRecord, logger: Logger) {
+    init(bot: DemoBot, record: GatewayRecord, faults: FaultSwitch, logger: Logger) {
         self.bot = bot
         self.record = record
+        self.faults = faults
         self.logger = logger
     }
 
@@ -85,18 +93,41 @@ actor GatewayConversation {
             logger.warning("ignored a malformed frame", metadata: ["gateway.connection": "\(link.connection)", "gateway.error": "\(error)"])
             return
         }
+        let faults = link.faults.current
+        guard !faults.silent else {
+            logger.debug("dropped a frame (fault injection: silent)", metadata: ["gateway.connection": "\(link.connection)"])
+            return
+        }
         switch message {
         case .chatMessage(let envelope):
             let chat = envelope.payload
-            let isNew = await record.add(chat, connection: link.connection)
+            let isNew = await record.add(chat, connection: link.connection, keepingRepeats: faults.strictSeed)
+            if faults.strictSeed {
+                // One message at a time, each acknowledged after its reply.
+                let previous = lastAnswer
+                lastAnswer = Task {
+                    await previous?.value
+                    await self.answer(chat, replyTo: nil)
+                    await self.acknowledge(chat.id)
+                }
+                return
+            }
             // A repeated id is acknowledged again and not answered twice.
-            await emit(MessageAck(messageID: chat.id, status: .received), type: .messageAck)
+            if faults.acknowledgementDelayMilliseconds > 0 {
+                Task { await self.acknowledge(chat.id) }
+            } else {
+                await emit(MessageAck(messageID: chat.id, status: .received), type: .messageAck)
+            }
             if isNew {
-                Task { await self.answer(chat) }
+                Task { await self.answer(chat, replyTo: chat.id) }
             }
         case .ping(let envelope):
-            try await link.write(String(decoding: try codec.encodePong(sequence: envelope.sequence), as: UTF8.self))
+            try await link.write(String(decoding: try codec.encodePong(sequence: envelope.sequence), as: UTF8.self), immediate: true)
         case .sessionResume(let envelope):
+            guard !faults.strictSeed else {
+                logger.debug("ignored session.resume (a seed-only peer does not know it)")
+                return
+            }
             // Replayed apart, so that what the client sends meanwhile is read and acknowledged
             // (the acknowledgements join the replay, in order).
             Task { try? await self.resume(envelope.payload, on: link) }
@@ -107,14 +138,24 @@ actor GatewayConversation {
         }
     }
 
-    private func answer(_ chat: ChatMessage) async {
+    /// Acknowledges a message, after the acknowledgement delay in force.
+    private func acknowledge(_ id: MessageID) async {
+        let delay = faults.current.acknowledgementDelayMilliseconds
+        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
+        await emit(MessageAck(messageID: id, status: .received), type: .messageAck)
+    }
+
+    /// Thinks, streams the reply (naming the message it answers, unless `replyTo` is nil)
+    /// with the stream faults in force, then goes idle.
+    private func answer(_ chat: ChatMessage, replyTo: MessageID?) async {
         await emit(BotStateUpdate(state: .thinking, botName: bot.name), type: .botState)
-        let replyID = MessageID.random()
-        let chunks = bot.chunks(of: bot.reply(to: chat.content))
-        for (index, chunk) in chunks.enumerated() {
+        let faults = self.faults.current
+        let chunks = faults.sending(bot.chunks(of: bot.reply(to: chat.content)), messageID: .random(), replyTo: replyTo)
+        for chunk in chunks {
             try? await Task.sleep(for: bot.chunkDelay)
-            await emit(StreamingChunk(messageID: replyID, chunkIndex: index, content: chunk, isFinal: index == chunks.count - 1), type: .streamingChunk)
+            await emit(chunk, type: .streamingChunk)
         }
+        guard !faults.omitFinalChunk else { return }
         await emit(BotStateUpdate(state: .idle, botName: bot.name), type: .botState)
     }
 

@@ -46,6 +46,9 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: #"Faults to inject from the start, as JSON: {"ignorePings": true, "closeAfterFrames": 3, …} (see docs/GATEWAY.md)."#)
     var faults: String?
 
+    @Flag(help: "Behave as a gateway that knows only the seeds' JSON: no duplicate suppression, no session resume, no replyTo, one message at a time, each acknowledged after its reply (the strictSeed fault, see docs/GATEWAY.md).")
+    var strictSeed = false
+
     @Option(help: "Log level.")
     var logLevel: Logger.Level = .info
 
@@ -65,10 +68,12 @@ struct GatewayCommand: AsyncParsableCommand {
     func run() async throws {
         LoggingBootstrap.bootstrap(level: logLevel)
         let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_GATEWAY_TOKEN")
+        var initialFaults = try faults.map { try GatewayFaults.decode(Data($0.utf8), over: GatewayFaults()) } ?? GatewayFaults()
+        if strictSeed { initialFaults.strictSeed = true }
         let configuration = GatewayConfiguration(
             host: host, port: port, token: token, recordPath: record, portFile: portFile, botName: botName,
             chunkDelay: .milliseconds(chunkDelay),
-            faults: try faults.map { try GatewayFaults.decode(Data($0.utf8), over: GatewayFaults()) } ?? GatewayFaults(),
+            faults: initialFaults,
             tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } })
         let app = try DevGateway.makeApplication(configuration: configuration, logger: Logger(label: "tether-gateway"))
         try await app.runService()

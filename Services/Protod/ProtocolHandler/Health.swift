@@ -60,9 +60,10 @@ public enum Suggestions {
     public static let gatewayNotAnswering = RecoverySuggestion(
         severity: .moderate, text: "The gateway is not answering: Tether keeps trying; run tether reconnect to try now.")
     public static let messagesNotAcknowledged = RecoverySuggestion(
-        severity: .moderate, text: "The gateway is not acknowledging messages: they are sent again; check the gateway if this goes on.")
+        severity: .moderate,
+        text: "The gateway is slow to acknowledge messages: Tether keeps them and checks the connection; check the gateway if this goes on.")
     public static let outboxFull = RecoverySuggestion(
-        severity: .minor, text: "The outbox is full: the oldest unsent messages are being dropped.")
+        severity: .minor, text: "The outbox is full: new messages are refused until the waiting ones have gone out.")
 
     /// The suggestion for a connection status, if it calls for one.
     public static func forConnection(_ status: ConnectionStatus) -> RecoverySuggestion? {

@@ -41,6 +41,28 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     /// Writes that went unacknowledged on an open connection.
     public var timeouts: Int
 
+    public init(
+        id: String, sequence: Int, content: String, createdAt: Date, status: Status, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
+        sentConnection: String?, strategy: String, kind: String?, retryAttempts: Int, retryDelayMilliseconds: Int, retryTimeoutMilliseconds: Int,
+        timeouts: Int
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.content = content
+        self.createdAt = createdAt
+        self.status = status
+        self.attempts = attempts
+        self.lastSentAt = lastSentAt
+        self.sentEpoch = sentEpoch
+        self.sentConnection = sentConnection
+        self.strategy = strategy
+        self.kind = kind
+        self.retryAttempts = retryAttempts
+        self.retryDelayMilliseconds = retryDelayMilliseconds
+        self.retryTimeoutMilliseconds = retryTimeoutMilliseconds
+        self.timeouts = timeouts
+    }
+
     public var retryPolicy: RetryPolicy {
         RetryPolicy(attempts: retryAttempts, delayMilliseconds: retryDelayMilliseconds, timeoutMilliseconds: retryTimeoutMilliseconds)
     }
@@ -146,31 +168,6 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// The oldest pending messages beyond the newest `limit`.
-    public func pendingBeyond(limit: Int) async throws -> [String] {
-        try await database.read { db in
-            let pending = try String.fetchAll(db, sql: "SELECT id FROM outbox WHERE status IN ('queued', 'sent') ORDER BY sequence")
-            return Array(pending.dropLast(max(0, limit)))
-        }
-    }
-
-    /// Queued (not yet written) messages of `kind` older than `id`.
-    public func queued(kind: String, olderThan sequence: Int) async throws -> [String] {
-        try await database.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT id FROM outbox WHERE status = 'queued' AND kind = ? AND sequence < ? ORDER BY sequence",
-                arguments: [kind, sequence])
-        }
-    }
-
-    /// Counts an unacknowledged write; returns the count so far.
-    public func recordTimeout(id: String) async throws -> Int {
-        try await writeWithoutWaitingForTheDisk { db in
-            try db.execute(sql: "UPDATE outbox SET timeouts = timeouts + 1 WHERE id = ?", arguments: [id])
-            return try Int.fetchOne(db, sql: "SELECT timeouts FROM outbox WHERE id = ?", arguments: [id]) ?? 0
-        }
-    }
-
     /// Messages not yet acknowledged, oldest first.
     public func pending() async throws -> [OutboxMessage] {
         try await database.read { db in
@@ -181,15 +178,17 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Records that a message was written to the connection `connection` (epoch `epoch`).
-    public func markSent(id: String, epoch: Int, connection: String?, at date: Date = Date()) async throws {
+    /// Records that messages were written to the connection `connection` (epoch `epoch`).
+    public func markSent(ids: [String], epoch: Int, connection: String?, at date: Date = Date()) async throws {
         try await writeWithoutWaitingForTheDisk { db in
-            try db.execute(
-                sql: """
-                    UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
-                    WHERE id = ? AND status IN ('queued', 'sent')
-                    """,
-                arguments: [date, epoch, connection, id])
+            for id in ids {
+                try db.execute(
+                    sql: """
+                        UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
+                        WHERE id = ? AND status IN ('queued', 'sent')
+                        """,
+                    arguments: [date, epoch, connection, id])
+            }
         }
     }
 
@@ -200,13 +199,6 @@ public struct Outbox: Sendable {
             try db.execute(sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent')", arguments: [id])
             guard db.changesCount > 0 else { return nil }
             return try Date.fetchOne(db, sql: "SELECT createdAt FROM outbox WHERE id = ?", arguments: [id])
-        }
-    }
-
-    /// The number of messages not yet acknowledged.
-    public func pendingCount() async throws -> Int {
-        try await database.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE status IN ('queued', 'sent')") ?? 0
         }
     }
 

@@ -61,9 +61,7 @@ public struct StreamAssembler: Sendable {
         if chunk.isFinal { stream.finalIndex = chunk.chunkIndex }
         let isComplete = stream.finalIndex.map { stream.assembledCount > $0 } ?? false
         if isComplete {
-            completed.insert(chunk.messageID)
-            completedOrder.append(chunk.messageID)
-            if completedOrder.count > completedMemory { completed.remove(completedOrder.removeFirst()) }
+            remember(chunk.messageID)
         } else {
             streams[chunk.messageID] = stream
         }
@@ -71,9 +69,19 @@ public struct StreamAssembler: Sendable {
             content: stream.assembled, lastIndex: stream.assembledCount - 1, isComplete: isComplete, isDuplicate: isDuplicate, isFirst: isFirst)
     }
 
-    /// Forgets an open stream; returns what had arrived of it, chunks in order from index 0.
+    /// Ends an open stream as it is (cut off); returns what had arrived of it, chunks in
+    /// order from index 0. Chunks of it that come later are ignored.
     public mutating func discard(_ id: MessageID) -> String? {
-        streams.removeValue(forKey: id)?.assembled
+        let assembled = streams.removeValue(forKey: id)?.assembled
+        remember(id)
+        return assembled
+    }
+
+    /// Remembers an ended stream, so that a chunk repeated after its end does not open a new one.
+    private mutating func remember(_ id: MessageID) {
+        guard completed.insert(id).inserted else { return }
+        completedOrder.append(id)
+        if completedOrder.count > completedMemory { completed.remove(completedOrder.removeFirst()) }
     }
 
     /// An open stream's reply so far and the index of its last chunk in it.

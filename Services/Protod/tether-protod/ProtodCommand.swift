@@ -20,26 +20,38 @@ struct ProtodCommand: AsyncParsableCommand {
     @Option(help: "The conversation journal snapd catches up from (default: conversation.sqlite in the run directory).")
     var journal: String?
 
-    @Option(help: "Retry policy of messages that name none: default (3 attempts, 200 ms apart, 10 s each), patient (5, 1 s, 30 s) or none.")
+    @Option(help: "Retry policy of messages that name none: default (an acknowledgement is late after 10 s), patient (30 s) or none.")
     var retry = "default"
 
-    @Option(help: "At most this many messages wait; the oldest is dropped for a new one.")
+    @Option(help: "At most this many messages wait to be written to the gateway; a new one beyond is refused.")
     var maxPending = 100
 
-    @Option(help: "Seconds after which a message not delivered expires.")
+    @Option(help: "Seconds after which a message never written to the gateway expires.")
     var expiry: Double = 3600
+
+    @Option(help: "Seconds an acknowledgement or the next chunk of a reply may take on a live connection before it is probed.")
+    var probeAfter: Double = 2
+
+    @Option(help: "Seconds the gateway has to answer a probe (system.ping) or session.resume.")
+    var probeDeadline: Double = 2
+
+    @Option(help: "Seconds a reply may stop growing on a live connection before it is marked incomplete.")
+    var replyStall: Double = 30
 
     func validate() throws {
         guard RetryPolicy.named(retry) != nil else { throw ValidationError("--retry must be default, patient or none") }
         guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
-        guard expiry > 0 else { throw ValidationError("--expiry must be positive") }
+        for (name, value) in [("--expiry", expiry), ("--probe-after", probeAfter), ("--probe-deadline", probeDeadline), ("--reply-stall", replyStall)] {
+            guard value > 0 else { throw ValidationError("\(name) must be positive") }
+        }
     }
 
     func run() async throws {
         let path = outbox ?? options.resolvedRunDirectory.file("protod.sqlite")
         let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
         let settings = ProtocolSettings(
-            defaultRetry: RetryPolicy.named(retry) ?? .default, maximumPending: maxPending, expiry: .milliseconds(Int(expiry * 1000)))
+            defaultRetry: RetryPolicy.named(retry) ?? .default,
+            delivery: .init(maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
             [

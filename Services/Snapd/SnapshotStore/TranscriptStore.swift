@@ -63,6 +63,12 @@ public struct TranscriptStore: Sendable {
                 table.column("progress", .blob).notNull()
             }
         }
+        migrator.registerMigration("add reply attribution and detail") { db in
+            try db.alter(table: "transcript") { table in
+                table.add(column: "attribution", .text)
+                table.add(column: "detail", .text)
+            }
+        }
         return migrator
     }
 
@@ -164,8 +170,14 @@ public struct TranscriptStore: Sendable {
         let revision = entry.revision ?? 0
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
-                sql: "INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                arguments: [entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value, revision])
+                sql: """
+                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, revision)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value,
+                    entry.attribution?.rawValue, entry.detail, revision,
+                ])
             return
         }
         guard stored.isOlder(than: entry.revision) else { return }
@@ -175,10 +187,13 @@ public struct TranscriptStore: Sendable {
         }
         try db.execute(
             sql: """
-                UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), senderName = COALESCE(?, senderName),
-                revision = MAX(revision, ?) WHERE id = ?
+                UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
+                detail = ?, senderName = COALESCE(?, senderName), revision = MAX(revision, ?) WHERE id = ?
                 """,
-            arguments: [entry.content, entry.status.rawValue, entry.inReplyTo?.value, senderName, revision, entry.id.value])
+            arguments: [
+                entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, revision,
+                entry.id.value,
+            ])
     }
 
     private static func apply(_ delivery: DeliveryUpdate, in db: Database) throws {
@@ -244,11 +259,12 @@ public struct TranscriptStore: Sendable {
                 let senderType: String = row["senderType"]
                 let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
                 let inReplyTo: String? = row["inReplyTo"]
+                let attribution: String? = row["attribution"]
                 let revision: Int = row["revision"]
                 return TranscriptEntry(
                     id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
                     status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
-                    revision: revision == 0 ? nil : revision)
+                    attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], revision: revision == 0 ? nil : revision)
             }
             let revision = try Self.appliedRevision(db)
             guard let oldest: Int = rows.first?["position"] else { return TranscriptCommand.Reply(entries: entries, revision: revision) }

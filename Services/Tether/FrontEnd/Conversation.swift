@@ -7,8 +7,8 @@ public import TetherWire
 public enum SendOutcome: Sendable, Equatable {
     /// Delivered, and the bot's reply arrived whole.
     case replied(TranscriptEntry)
-    /// Delivered; no whole reply within the time allowed.
-    case deliveredWithoutReply
+    /// Delivered; no whole reply within the time allowed: the reply as far as it came, if one started.
+    case deliveredWithoutReply(partial: StreamProgress?)
     /// Delivered; the reply was cut off and will not be completed (the gateway lost it).
     case replyIncomplete(TranscriptEntry)
     /// Committed to the outbox but not acknowledged within the time allowed; it stays queued.
@@ -134,6 +134,8 @@ public struct FirstFrame: Sendable {
 struct SendTracker: Sendable {
     let id: MessageID
     var status: DeliveryStatus
+    /// The reply to it as far as it came, while it streams.
+    var partial: StreamProgress?
 
     init(id: MessageID, initial: DeliveryStatus) {
         self.id = id
@@ -149,6 +151,9 @@ struct SendTracker: Sendable {
             if update.status == .failed || update.status == .expired || update.status == .cancelled {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
+        case .conversationStream:
+            guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == id else { return nil }
+            partial = progress
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id else { return nil }
             // A reply implies the message was delivered, even if its acknowledgement event was missed.
@@ -163,8 +168,9 @@ struct SendTracker: Sendable {
         return nil
     }
 
-    /// The outcome when time ran out.
+    /// The outcome when time ran out. A reply that started shows the gateway had the message,
+    /// acknowledged or not (some gateways acknowledge only after answering).
     func timedOut(bus: BusClient) async -> SendOutcome {
-        status == .delivered ? .deliveredWithoutReply : .notDelivered(status)
+        status == .delivered || partial != nil ? .deliveredWithoutReply(partial: partial) : .notDelivered(status)
     }
 }

@@ -16,11 +16,14 @@ public struct PlainSession: Sendable {
         self.frame = frame
     }
 
-    /// Runs until standard input ends (then waits `linger` for replies still coming) or the task is cancelled.
+    /// Runs until standard input ends and what it sent is settled (each message delivered
+    /// and answered, or ended otherwise), at most `linger` after the input ended; or until
+    /// the task is cancelled.
     public func run(events: BusSubscription, linger: Duration = .seconds(30)) async {
         let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether --plain")
         let formatter = TranscriptFormatter()
         let bus = self.bus
+        let sent = SentMessages()
         for entry in frame.entries { Self.say(formatter.line(for: entry)) }
         if frame.entries.isEmpty { Self.say("No messages yet. Type one and press Enter.") }
         await withDiscardingTaskGroup { group in
@@ -29,19 +32,27 @@ public struct PlainSession: Sendable {
                 var announcer = PlainAnnouncer(model: TranscriptModel(snapshot: frame.entries, revision: frame.revision))
                 for await message in events {
                     for line in announcer.lines(for: message) { Self.say(line) }
+                    await sent.observe(message)
                 }
             }
             for await line in Self.standardInputLines() {
                 let text = line.trimmingCharacters(in: .whitespaces)
                 guard !text.isEmpty else { continue }
+                let id = MessageID.random()
                 do {
-                    _ = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
+                    _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
+                    await sent.add(id)
                 } catch {
                     Self.say("Not sent: \(error)")
                 }
             }
-            // Input ended (a pipe): give the replies time to come, then leave.
-            try? await Task.sleep(for: linger)
+            // Input ended (a pipe): wait for what was sent to settle, then leave.
+            await withTaskGroup(of: Void.self) { race in
+                race.addTask { await sent.settled() }
+                race.addTask { try? await Task.sleep(for: linger) }
+                await race.next()
+                race.cancelAll()
+            }
             group.cancelAll()
         }
         presence.leave()
@@ -59,6 +70,61 @@ public struct PlainSession: Sendable {
 
     private static func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// The messages a plain session sent, until each is settled: delivered and answered (whole
+/// or cut off), or ended otherwise (failed, expired, cancelled).
+actor SentMessages {
+    private var waiting: Set<MessageID> = []
+    /// Settled before they were added (an answer can beat the send's own reply).
+    private var settledEarly: Set<MessageID> = []
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func add(_ id: MessageID) {
+        if settledEarly.remove(id) == nil { waiting.insert(id) }
+        wakeIfSettled()
+    }
+
+    func observe(_ message: BusMessage) {
+        switch message.topic {
+        case .conversationDelivery:
+            // Delivered is not settled yet: its answer is still to come.
+            guard let update = try? message.decode(DeliveryUpdate.self), update.status.isFinal, update.status != .delivered else { return }
+            settle(update.id)
+        case .conversationMessage:
+            guard let entry = try? message.decode(TranscriptEntry.self), let answered = entry.inReplyTo,
+                entry.status == .received || entry.status == .incomplete
+            else { return }
+            settle(answered)
+        default:
+            break
+        }
+    }
+
+    /// Returns once every message added is settled (at once when none waits), or on cancellation.
+    func settled() async {
+        guard !waiting.isEmpty else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { waiters.append($0) }
+        } onCancel: {
+            Task { await self.releaseWaiters() }
+        }
+    }
+
+    private func settle(_ id: MessageID) {
+        if waiting.remove(id) == nil { settledEarly.insert(id) }
+        wakeIfSettled()
+    }
+
+    private func wakeIfSettled() {
+        guard waiting.isEmpty else { return }
+        releaseWaiters()
+    }
+
+    private func releaseWaiters() {
+        for waiter in waiters { waiter.resume() }
+        waiters.removeAll()
     }
 }
 

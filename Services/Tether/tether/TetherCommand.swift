@@ -137,19 +137,38 @@ struct Send: AsyncParsableCommand {
         switch outcome {
         case .replied(let entry):
             print(entry.content)
-        case .deliveredWithoutReply:
-            FileHandle.standardError.write(Data("tether: delivered, but no whole reply within \(timeout) s\n".utf8))
+            noteAttribution(entry.attribution)
+        case .deliveredWithoutReply(let partial):
+            if let partial {
+                print(partial.content)
+                noteAttribution(partial.attribution)
+            }
+            say("delivered, but no whole reply within \(timeout) s" + (partial == nil ? "" : " (printed as far as it came)"))
         case .replyIncomplete(let entry):
             print(entry.content)
-            FileHandle.standardError.write(Data("tether: delivered, but the reply was cut off (the gateway lost the rest)\n".utf8))
+            noteAttribution(entry.attribution)
+            say("delivered, but the reply is incomplete: \(entry.detail ?? "it was cut off")")
         case .notDelivered(let status):
-            FileHandle.standardError.write(
-                Data("tether: not delivered within \(timeout) s (the message is \(status.rawValue); it will be sent when the gateway is reachable)\n".utf8))
+            say(
+                status == .sent
+                    ? "not acknowledged within \(timeout) s: the message was sent and may have reached the gateway; Tether keeps waiting for its acknowledgement"
+                    : "not delivered within \(timeout) s (the message is queued; it will be sent when the gateway is reachable)")
         case .failed(let reason):
-            FileHandle.standardError.write(Data("tether: not delivered: \(reason)\n".utf8))
+            say("not delivered: \(reason)")
         }
         if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
     }
+}
+
+/// Writes a line of `tether send`'s own to standard error.
+private func say(_ words: String) {
+    FileHandle.standardError.write(Data("tether: \(words)\n".utf8))
+}
+
+/// Says when a reply was matched to the message by order, not named by the gateway.
+private func noteAttribution(_ attribution: ReplyAttribution?) {
+    guard attribution == .order else { return }
+    say("this reply was matched to your message by order: the gateway does not say which message it answers")
 }
 
 struct Watch: AsyncParsableCommand {

@@ -1,0 +1,762 @@
+public import Foundation
+public import TetherSchema
+public import TetherWire
+
+/// protod's decisions: which message to write, when a connection must be probed or
+/// replaced, what each message's status is, how a streamed reply grows and when it is cut.
+///
+/// A value: events in, actions out, time passed in (`now`). It reads no clock and does no
+/// I/O; ``ProtocolService`` carries its actions out, in order, one event at a time.
+///
+/// What it promises, whatever the gateway:
+/// - a message is never written twice on one live connection to a gateway that has not
+///   shown it drops repeated ids (one that answers `session.resume`): an overdue
+///   acknowledgement makes it probe the connection, and only a connection that fails the
+///   probe is replaced; what is unacknowledged is written again on the new one;
+/// - a message that may have reached the gateway is never reported failed, expired or
+///   dropped: it stays `sent` until the gateway acknowledges or refuses it, or the user
+///   cancels it; only messages never written count against the queue limit and expire;
+/// - a reply in progress is resumed where the gateway can resume, and otherwise marked
+///   incomplete as soon as its connection ends or it stops growing.
+public struct DeliveryStateMachine: Sendable {
+    /// The timings and limits the machine decides by.
+    public struct Settings: Sendable, Equatable {
+        /// At most this many messages wait to be written; a new one beyond is refused.
+        public var maximumQueued: Int
+        /// A message not written this long after it was accepted expires.
+        public var expiry: TimeInterval
+        /// How long something may wait on a live connection (an acknowledgement, the next
+        /// chunk of a reply) before the connection is probed.
+        public var probeAfter: TimeInterval
+        /// How long the gateway has to answer a probe (`system.ping`) or `session.resume`.
+        public var probeDeadline: TimeInterval
+        /// A reply that has not grown for this long on a live connection is incomplete.
+        public var replyStallDeadline: TimeInterval
+        /// A growing reply is published at most once per interval (its start and end at once).
+        public var streamInterval: TimeInterval
+
+        public init(
+            maximumQueued: Int = 100, expiry: TimeInterval = 3600, probeAfter: TimeInterval = 2, probeDeadline: TimeInterval = 2,
+            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05
+        ) {
+            self.maximumQueued = max(1, maximumQueued)
+            self.expiry = expiry
+            self.probeAfter = probeAfter
+            self.probeDeadline = probeDeadline
+            self.replyStallDeadline = replyStallDeadline
+            self.streamInterval = streamInterval
+        }
+    }
+
+    /// Where the gateway session stands, as saved for a restart.
+    public struct SessionPoint: Sendable, Equatable {
+        public var sessionID: String?
+        public var lastSequence: Int
+
+        public init(sessionID: String?, lastSequence: Int) {
+            self.sessionID = sessionID
+            self.lastSequence = lastSequence
+        }
+    }
+
+    /// What happened.
+    public enum Event: Sendable {
+        /// protod started with these messages pending in its outbox and this session saved.
+        case started(pending: [OutboxMessage], session: SessionPoint)
+        /// A message was committed to the outbox (after ``admit(_:now:)`` let it in).
+        case accepted(OutboxMessage, fallbackFrom: DeliveryStrategy?)
+        /// The user cancels these messages, or every pending one (nil).
+        case cancel([String]?)
+        /// connd has a connection open: its epoch and its name, unique across restarts.
+        case connectionUp(epoch: Int, id: String)
+        /// The connection ended, or was never up.
+        case connectionDown
+        /// connd's subscription to `wire.out` is at the proxy (true) or gone (false): frames
+        /// written while it is gone are lost in the bus.
+        case wirePath(heard: Bool)
+        /// A frame from the gateway, decoded.
+        case frame(WireMessage)
+        /// Time passed; the owner sends one at ``nextDeadline`` at the latest.
+        case tick
+    }
+
+    /// What the owner must do, in order.
+    public enum Action: Sendable, Equatable {
+        /// Publish a frame on `wire.out` for connd to write.
+        case write(WireFrame)
+        /// Record in the outbox that these messages were written to a connection.
+        case persistSent(ids: [String], epoch: Int, connection: String, at: Date)
+        /// Record the gateway's acknowledgement in the outbox.
+        case persistDelivered(id: String)
+        /// End these messages in the outbox with a final status, before saying so.
+        case persistFinal(ids: [String], status: OutboxMessage.Status)
+        /// Journal and publish a conversation change (`conv.message` or `conv.delivery`).
+        case publishEntry(TranscriptEntry)
+        case publishDelivery(DeliveryUpdate)
+        /// Publish a reply's progress on `conv.stream`.
+        case publishStream(StreamProgress)
+        /// Retain on `bot.state`, `health`, `outbox.summary`.
+        case retainBotState(BotStateUpdate)
+        case retainHealth(HealthReport)
+        case retainSummary(OutboxSummary)
+        case diagnose(DiagnosticEvent)
+        case suggest(RecoverySuggestion)
+        /// Save where to resume the gateway session after a restart.
+        case saveSession(SessionPoint)
+        /// Ask connd for a new connection: this one failed a probe, or frames on it may be lost.
+        case reconnect(reason: String)
+    }
+
+    /// The answer to a send command, before anything is committed.
+    public enum Admission: Sendable, Equatable {
+        /// Commit it with this strategy (the fallback when the one asked for cannot deliver now).
+        case commit(DeliveryStrategy, fallbackFrom: DeliveryStrategy?)
+        /// Refused, in words; nothing was committed. The actions say so on the bus.
+        case refuse(String, actions: [Action])
+    }
+
+    /// A message not yet settled by the gateway, as the machine tracks it.
+    struct Pending: Sendable, Equatable {
+        var id: String
+        var sequence: Int
+        var content: String
+        var createdAt: Date
+        var strategy: DeliveryStrategy
+        var kind: String?
+        var retry: RetryPolicy
+        /// Written to the gateway at least once: it may have reached it.
+        var everWritten: Bool
+        /// The connection it was last written to, and when.
+        var writtenOn: String?
+        var writtenAt: Date?
+        /// When its acknowledgement is overdue on the connection it was written to: the
+        /// connection is probed then.
+        var acknowledgementDue: Date?
+        /// When its acknowledgement is late by its retry policy (counted against health once).
+        var lateAt: Date?
+        /// Overdue periods so far on live connections.
+        var overdue = 0
+        /// Written by an earlier protod: the frame may have died with it in the bus.
+        var restored = false
+
+        var messageID: MessageID { MessageID(id) }
+    }
+
+    /// A reply being streamed.
+    struct OpenStream: Sendable, Equatable {
+        /// The server sequence of its first chunk: a restarted protod resumes before it.
+        var firstSequence: Int
+        var inReplyTo: MessageID?
+        var attribution: ReplyAttribution?
+        /// When it last grew.
+        var grewAt: Date
+        /// When it was last published, and its length then (UTF-8 bytes).
+        var publishedAt: Date?
+        var publishedLength = 0
+        /// Its growth since then is waiting for the interval to end.
+        var publicationDue = false
+    }
+
+    /// The open connection, as protod knows it.
+    struct Connection: Sendable, Equatable {
+        var epoch: Int
+        var id: String
+        /// The `session.resume` frame was written on it, at this time (nil: not yet).
+        var resumeAskedAt: Date?
+        /// A probe under way: its deadline.
+        var probeDeadline: Date?
+        /// When the gateway was last heard from on it (any frame): a connection heard from
+        /// within `probeAfter` is alive, and is not probed.
+        var heardAt: Date
+        /// The gateway was heard from on it at least once.
+        var verified = false
+        /// A new connection was asked for; nothing more is decided about this one.
+        var replacing = false
+    }
+
+    public let settings: Settings
+    private let codec = WireCodec()
+
+    private var pending: [Pending] = []
+    private var connection: Connection?
+    private var wireHeard = false
+    /// When the bus path to connd last dropped: frames written on the connection before it may be lost.
+    private var wireLostAt: Date?
+    /// Whether the gateway answers `session.resume` (and so replays what was missed and drops
+    /// repeated message ids), as learnt on the latest connection that told; nil: not known.
+    public private(set) var gatewayResumes: Bool?
+    private var session = SessionPoint(sessionID: nil, lastSequence: 0)
+    private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
+    private var sessionSavedAt = Date.distantPast
+    /// The server sequence to ask the gateway to resume after, once frames reach connd.
+    private var resumeAfter: Int?
+    private var assembler = StreamAssembler()
+    private var streams: [MessageID: OpenStream] = [:]
+    /// Messages written and not yet matched to a reply, oldest first: a reply that does not
+    /// say what it answers is matched to the first of them.
+    private var awaitingReply: [MessageID] = []
+    private static let awaitingReplyLimit = 1000
+    private var botName = "Bot"
+    private var botState: BotState = .idle
+    private var health: HealthMonitor
+    private var suggestions = SuggestionBook()
+    private var lastSummary: Int?
+
+    public init(settings: Settings = Settings(), now: Date) {
+        self.settings = settings
+        self.health = HealthMonitor(now: now)
+    }
+
+    // MARK: Reading
+
+    /// Messages not yet settled by the gateway.
+    public var pendingCount: Int { pending.count }
+    /// Messages never written: what the queue limit counts.
+    public var queuedCount: Int { pending.count(where: { !$0.everWritten }) }
+    /// The health, for replies to commands.
+    public var healthState: HealthState { health.state }
+    /// Whether a connection is open and frames reach connd.
+    public var canWrite: Bool { connection != nil && wireHeard }
+    /// The status of a pending message; nil when it is not pending.
+    public func status(of id: String) -> DeliveryStatus? {
+        pending.first { $0.id == id }.map { $0.everWritten ? .sent : .queued }
+    }
+
+    /// The next moment something is due; the owner sends ``Event/tick`` then.
+    public var nextDeadline: Date? {
+        var deadlines: [Date] = []
+        for message in pending {
+            if !message.everWritten { deadlines.append(message.createdAt.addingTimeInterval(settings.expiry)) }
+            if message.writtenOn == connection?.id {
+                if let due = message.acknowledgementDue { deadlines.append(due) }
+                if let late = message.lateAt { deadlines.append(late) }
+            }
+        }
+        if let connection, !connection.replacing {
+            if let probe = connection.probeDeadline { deadlines.append(probe) }
+            if gatewayResumes == nil, let asked = connection.resumeAskedAt { deadlines.append(asked.addingTimeInterval(settings.probeDeadline)) }
+            for stream in streams.values {
+                deadlines.append(max(stream.grewAt, connection.heardAt).addingTimeInterval(settings.probeAfter))
+                deadlines.append(stream.grewAt.addingTimeInterval(settings.replyStallDeadline))
+            }
+        }
+        if resumePoint != savedSession { deadlines.append(sessionSavedAt.addingTimeInterval(Self.sessionSaveInterval)) }
+        for stream in streams.values where stream.publicationDue {
+            deadlines.append((stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
+        }
+        return deadlines.min()
+    }
+
+    // MARK: Commands
+
+    /// Decides whether a send may be committed; nothing changes until ``Event/accepted(_:fallbackFrom:)``.
+    public mutating func admit(_ request: SendMessageCommand.Request, now: Date) -> Admission {
+        guard !request.content.isEmpty else { return .refuse("the message is empty", actions: []) }
+        var strategy = request.strategy ?? .queued
+        var fallbackFrom: DeliveryStrategy?
+        if strategy == .immediate, !canWrite, let fallback = request.fallback, fallback != .immediate {
+            fallbackFrom = strategy
+            strategy = fallback
+        }
+        if strategy == .latestOnly, request.kind == nil { return .refuse("latestOnly needs a kind", actions: []) }
+        // A latestOnly message replaces a waiting one of its kind: it takes no more room.
+        let replacesOne = strategy == .latestOnly && pending.contains { !$0.everWritten && $0.kind == request.kind && $0.strategy == .latestOnly }
+        guard replacesOne || queuedCount < settings.maximumQueued else {
+            var actions: [Action] = [
+                .diagnose(DiagnosticEvent(kind: .queueOverflow, messageID: request.id, queueSize: queuedCount, detail: "refused: the outbox is full"))
+            ]
+            offer(Suggestions.outboxFull, now: now, into: &actions)
+            return .refuse(
+                "the outbox is full: \(queuedCount) messages wait to be sent (at most \(settings.maximumQueued)); this one was not queued, send it again once they have gone out",
+                actions: actions)
+        }
+        return .commit(strategy, fallbackFrom: fallbackFrom)
+    }
+
+    // MARK: Events
+
+    /// Feeds an event at `now`; returns the actions to carry out, in order.
+    public mutating func handle(_ event: Event, now: Date) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .started(let messages, let saved):
+            session = saved
+            savedSession = saved
+            pending = messages.filter { $0.status == .queued || $0.status == .sent }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
+            awaitingReply = pending.filter(\.everWritten).map(\.messageID)
+            actions.append(.retainHealth(health.report))
+        case .accepted(let message, let fallbackFrom):
+            accepted(message, fallbackFrom: fallbackFrom, now: now, into: &actions)
+        case .cancel(let ids):
+            let chosen = ids.map(Set.init) ?? Set(pending.map(\.id))
+            let cancelled = pending.filter { chosen.contains($0.id) }
+            settle(cancelled.map(\.id), as: .cancelled, into: &actions) { message in
+                message.everWritten
+                    ? "cancelled: Tether stops waiting for its acknowledgement, but the gateway may already have it" : "cancelled"
+            }
+        case .connectionUp(let epoch, let id):
+            guard connection?.id != id else { break }
+            connectionEnded(now: now, into: &actions)
+            connection = Connection(epoch: epoch, id: id, heardAt: now)
+            // First ask for what the gateway sent while this client could not hear it.
+            resumeAfter = session.lastSequence
+        case .connectionDown:
+            connectionEnded(now: now, into: &actions)
+        case .wirePath(let heard):
+            guard heard != wireHeard else { break }
+            wireHeard = heard
+            if !heard {
+                wireLostAt = now
+                if connection != nil { resumeAfter = min(resumeAfter ?? .max, session.lastSequence) }
+            }
+        case .frame(let message):
+            receive(message, now: now, into: &actions)
+        case .tick:
+            break
+        }
+        expire(now: now, into: &actions)
+        decide(now: now, into: &actions)
+        publishDueStreams(now: now, into: &actions)
+        saveSession(now: now, into: &actions)
+        if lastSummary != pending.count {
+            lastSummary = pending.count
+            actions.append(.retainSummary(OutboxSummary(pending: pending.count)))
+        }
+        return actions
+    }
+
+    /// Saves the point to resume from when it moved, at most once per ``sessionSaveInterval``:
+    /// a chunk moves it, and losing the last second of it costs only frames replayed twice.
+    private mutating func saveSession(now: Date, into actions: inout [Action]) {
+        let point = resumePoint
+        guard point != savedSession, now >= sessionSavedAt.addingTimeInterval(Self.sessionSaveInterval) else { return }
+        savedSession = point
+        sessionSavedAt = now
+        actions.append(.saveSession(point))
+    }
+
+    static let sessionSaveInterval: TimeInterval = 1
+
+    private static func pending(_ message: OutboxMessage) -> Pending {
+        Pending(
+            id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
+            strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy,
+            everWritten: message.status == .sent, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
+            restored: message.status == .sent)
+    }
+
+    /// Where a restarted protod resumes: after the last frame processed, but before the
+    /// first chunk of any reply still open, whose chunks die with this process.
+    private var resumePoint: SessionPoint {
+        let firstOpen = streams.values.map(\.firstSequence).min().map { $0 - 1 } ?? .max
+        return SessionPoint(sessionID: session.sessionID, lastSequence: max(0, min(session.lastSequence, firstOpen)))
+    }
+
+    private mutating func accepted(_ message: OutboxMessage, fallbackFrom: DeliveryStrategy?, now: Date, into actions: inout [Action]) {
+        guard !pending.contains(where: { $0.id == message.id }) else { return }
+        let entry = Self.pending(message)
+        pending.append(entry)
+        pending.sort { $0.sequence < $1.sequence }
+        if let fallbackFrom {
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .fallbackUsed, messageID: entry.messageID, detail: "not connected: \(entry.strategy.rawValue) instead of \(fallbackFrom.rawValue)")))
+        }
+        actions.append(.publishEntry(TranscriptEntry(id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued)))
+        actions.append(.publishDelivery(DeliveryUpdate(id: entry.messageID, status: .queued)))
+        if entry.strategy == .immediate && !canWrite {
+            settle([entry.id], as: .failed, into: &actions) { _ in "not connected, and the message was to be sent immediately" }
+        }
+        if entry.strategy == .latestOnly, let kind = entry.kind {
+            let superseded = pending.filter { !$0.everWritten && $0.kind == kind && $0.strategy == .latestOnly && $0.sequence < entry.sequence }
+            settle(superseded.map(\.id), as: .cancelled, into: &actions) { _ in "superseded by a newer \(kind) message" }
+        }
+        actions.append(.diagnose(DiagnosticEvent(kind: .queued, messageID: entry.messageID, queueSize: queuedCount)))
+    }
+
+    /// Ends pending messages with a final status: persisted first, then said.
+    private mutating func settle(
+        _ ids: [String], as status: OutboxMessage.Status, into actions: inout [Action], detail: (Pending) -> String
+    ) {
+        let ending = pending.filter { ids.contains($0.id) }
+        guard !ending.isEmpty else { return }
+        pending.removeAll { ids.contains($0.id) }
+        actions.append(.persistFinal(ids: ending.map(\.id), status: status))
+        for message in ending {
+            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: DeliveryStatus(status), detail: detail(message))))
+        }
+    }
+
+    /// Messages never written expire; one that may have reached the gateway does not.
+    private mutating func expire(now: Date, into actions: inout [Action]) {
+        let cutoff = now.addingTimeInterval(-settings.expiry)
+        let expired = pending.filter { !$0.everWritten && $0.createdAt <= cutoff }.map(\.id)
+        guard !expired.isEmpty else { return }
+        let expiry = settings.expiry
+        settle(expired, as: .expired, into: &actions) { _ in "not delivered within \(Self.words(expiry)): it was never sent" }
+    }
+
+    // MARK: The connection
+
+    private mutating func connectionEnded(now: Date, into actions: inout [Action]) {
+        guard connection != nil else { return }
+        connection = nil
+        // Without a gateway that resumes, what a reply still lacked is gone with the connection.
+        guard gatewayResumes != true else { return }
+        for id in streams.keys.sorted(by: { streams[$0]!.firstSequence < streams[$1]!.firstSequence }) {
+            cut(id, why: "the connection ended before the reply was complete", now: now, into: &actions)
+        }
+    }
+
+    /// What the open connection needs now: the resume request, messages to write, probes,
+    /// a replacement.
+    private mutating func decide(now: Date, into actions: inout [Action]) {
+        guard var open = connection, wireHeard, !open.replacing else { return }
+        if let after = resumeAfter {
+            resumeAfter = nil
+            open.resumeAskedAt = now
+            if let data = try? codec.encode(
+                SessionResume(sessionID: session.sessionID, lastSequence: after), type: WireMessageType.sessionResume.rawValue, sequence: 0)
+            {
+                actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
+            }
+        }
+        // A gateway that has not answered session.resume in time does not know it.
+        if gatewayResumes == nil, let asked = open.resumeAskedAt, now >= asked.addingTimeInterval(settings.probeDeadline) {
+            gatewayResumes = false
+            open.resumeAskedAt = nil
+        }
+        connection = open
+
+        // Frames written on this connection before the bus path dropped, or by a protod that
+        // died, may be lost: to a gateway that drops repeated ids they are written again;
+        // otherwise the connection is replaced (and they are written on the new one), never
+        // written twice on it.
+        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && (pending[$0].restored || writtenBeforePathLoss(pending[$0])) }
+        if !uncertain.isEmpty {
+            switch gatewayResumes {
+            case true?:
+                for index in uncertain {
+                    pending[index].writtenOn = nil
+                    pending[index].restored = false
+                }
+            case false?:
+                return replace(reason: "frames to or from the gateway may have been lost in the bus", into: &actions)
+            case nil:
+                return  // until the gateway says whether it resumes
+            }
+        }
+
+        if let deadline = open.probeDeadline, now >= deadline {
+            recordOutcome(success: false, now: now, into: &actions)
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(kind: .probeFailed, detail: "the gateway answered no ping within \(Self.words(settings.probeDeadline)): connecting again")))
+            return replace(reason: "the gateway answered no ping within \(Self.words(settings.probeDeadline))", into: &actions)
+        }
+
+        writeDue(on: open, now: now, into: &actions)
+        checkOverdue(now: now, into: &actions)
+        checkStreams(now: now, into: &actions)
+    }
+
+    private func writtenBeforePathLoss(_ message: Pending) -> Bool {
+        guard let lost = wireLostAt, let written = message.writtenAt else { return false }
+        return written <= lost
+    }
+
+    private mutating func replace(reason: String, into actions: inout [Action]) {
+        connection?.replacing = true
+        actions.append(.reconnect(reason: reason))
+    }
+
+    /// Writes, in order, every pending message not yet written on this connection. Messages
+    /// written on an earlier connection go again only once this one has shown it is alive
+    /// (a pong or any frame), unless the gateway drops repeats: a connection that is as
+    /// silent as the last one would only add a copy the gateway may read later.
+    private mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
+        if !open.verified, gatewayResumes != true, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
+            return startProbe(now: now, force: true, into: &actions)
+        }
+        var written: [String] = []
+        for index in pending.indices where pending[index].writtenOn != open.id {
+            let message = pending[index]
+            let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
+            guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
+            actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
+            written.append(message.id)
+            if !message.everWritten {
+                actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .sent)))
+                awaitingReply.append(message.messageID)
+            }
+            pending[index].everWritten = true
+            pending[index].writtenOn = open.id
+            pending[index].writtenAt = now
+            pending[index].acknowledgementDue = now.addingTimeInterval(settings.probeAfter)
+            if pending[index].overdue == 0 { pending[index].lateAt = now.addingTimeInterval(Double(message.retry.timeoutMilliseconds) / 1000) }
+        }
+        if awaitingReply.count > Self.awaitingReplyLimit { awaitingReply.removeFirst(awaitingReply.count - Self.awaitingReplyLimit) }
+        guard !written.isEmpty else { return }
+        actions.append(.persistSent(ids: written, epoch: open.epoch, connection: open.id, at: now))
+        actions.append(.diagnose(DiagnosticEvent(kind: .queueFlushed, count: written.count)))
+    }
+
+    /// An acknowledgement overdue on a live connection is a question about the connection:
+    /// it is probed, and the message keeps waiting. One late by its retry policy also counts
+    /// against health, once.
+    private mutating func checkOverdue(now: Date, into actions: inout [Action]) {
+        guard let open = connection else { return }
+        var probe = false
+        for index in pending.indices where pending[index].writtenOn == open.id {
+            if let late = pending[index].lateAt, now >= late {
+                probe = true
+                pending[index].lateAt = nil
+                pending[index].overdue += 1
+                let policy = pending[index].retry
+                recordOutcome(success: false, now: now, into: &actions)
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .acknowledgementOverdue, messageID: pending[index].messageID, willRetry: false,
+                            detail: "no acknowledgement within \(policy.timeoutMilliseconds) ms; the connection is probed, and the message is kept")))
+                offer(Suggestions.messagesNotAcknowledged, now: now, into: &actions)
+            }
+            if let due = pending[index].acknowledgementDue, now >= due {
+                probe = true
+                pending[index].acknowledgementDue = now.addingTimeInterval(settings.probeAfter)
+            }
+        }
+        if probe { startProbe(now: now, into: &actions) }
+    }
+
+    /// Pings the gateway, unless a probe is under way or (unless `force`) the connection was
+    /// heard from within `probeAfter` (it is alive).
+    private mutating func startProbe(now: Date, force: Bool = false, into actions: inout [Action]) {
+        guard var open = connection, open.probeDeadline == nil, force || now >= open.heardAt.addingTimeInterval(settings.probeAfter) else { return }
+        open.probeDeadline = now.addingTimeInterval(settings.probeDeadline)
+        connection = open
+        if let data = try? codec.encodePing(sequence: 0, timestamp: now) {
+            actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
+        }
+    }
+
+    // MARK: Frames from the gateway
+
+    private mutating func receive(_ message: WireMessage, now: Date, into actions: inout [Action]) {
+        // Any frame shows the connection and the gateway's reader alive.
+        connection?.probeDeadline = nil
+        connection?.heardAt = now
+        connection?.verified = true
+        if let sequence = Self.serverSequence(of: message) { session.lastSequence = max(session.lastSequence, sequence) }
+        switch message {
+        case .messageAck(let envelope):
+            acknowledged(envelope.payload, now: now, into: &actions)
+        case .botState(let envelope):
+            botName = envelope.payload.botName
+            botState = envelope.payload.state
+            actions.append(.retainBotState(envelope.payload))
+        case .streamingChunk(let envelope):
+            chunk(envelope.payload, sequence: envelope.sequence, now: now, into: &actions)
+        case .chatMessage(let envelope):
+            let chat = envelope.payload
+            if case .bot(let name) = chat.sender, !name.isEmpty { botName = name }
+            let (target, attribution) = attribute(chat.replyTo, now: now, into: &actions)
+            actions.append(
+                .publishEntry(
+                    TranscriptEntry(
+                        id: chat.id, sender: chat.sender, content: chat.content, timestamp: chat.timestamp, status: .received, inReplyTo: target,
+                        attribution: attribution)))
+        case .ping(let envelope):
+            if let pong = try? codec.encodePong(sequence: envelope.sequence, timestamp: now), let open = connection {
+                actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: pong, as: UTF8.self))))
+            }
+        case .sessionResumed(let envelope):
+            resumed(envelope.payload, now: now, into: &actions)
+        case .pong, .sessionResume, .unknown:
+            break
+        }
+    }
+
+    /// The server sequence a frame counts for; pongs echo the ping's and resume answers are not part of the stream.
+    private static func serverSequence(of message: WireMessage) -> Int? {
+        switch message {
+        case .chatMessage(let envelope): envelope.sequence
+        case .messageAck(let envelope): envelope.sequence
+        case .botState(let envelope): envelope.sequence
+        case .streamingChunk(let envelope): envelope.sequence
+        case .ping(let envelope): envelope.sequence
+        case .unknown(_, let sequence, _): sequence
+        case .pong, .sessionResume, .sessionResumed: nil
+        }
+    }
+
+    private mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action]) {
+        guard let message = pending.first(where: { $0.id == ack.messageID.value }) else { return }
+        if ack.status.isDelivered {
+            pending.removeAll { $0.id == message.id }
+            actions.append(.persistDelivered(id: message.id))
+            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered)))
+            actions.append(
+                .diagnose(DiagnosticEvent(kind: .messageSent, messageID: message.messageID, durationMilliseconds: Int(now.timeIntervalSince(message.createdAt) * 1000))))
+            recordOutcome(success: true, now: now, into: &actions)
+        } else {
+            settle([message.id], as: .failed, into: &actions) { _ in "the gateway refused the message" }
+            actions.append(.diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: message.messageID, willRetry: false, detail: "the gateway refused it")))
+            recordOutcome(success: false, now: now, into: &actions)
+        }
+    }
+
+    /// The gateway answered a resume: it replays and drops repeated ids. A new session means it restarted.
+    private mutating func resumed(_ answer: SessionResumed, now: Date, into actions: inout [Action]) {
+        gatewayResumes = true
+        connection?.resumeAskedAt = nil
+        if answer.sessionID != session.sessionID {
+            session = SessionPoint(sessionID: answer.sessionID, lastSequence: answer.lastSequence)
+        }
+        guard !answer.complete else { return }
+        // What the gateway no longer has will not come: a stream still open stays cut.
+        for id in streams.keys.sorted(by: { streams[$0]!.firstSequence < streams[$1]!.firstSequence }) {
+            cut(id, why: "the gateway lost the rest of the reply (it restarted)", now: now, into: &actions)
+        }
+    }
+
+    /// The message a reply answers: the one the gateway names, else the oldest written
+    /// message not yet answered (a gateway answers in order). A reply the gateway names a
+    /// message for shows it has the message: as good as its acknowledgement.
+    private mutating func attribute(_ named: MessageID?, now: Date, into actions: inout [Action]) -> (MessageID?, ReplyAttribution?) {
+        if let named {
+            awaitingReply.removeAll { $0 == named }
+            acknowledged(MessageAck(messageID: named, status: .received, serverTimestamp: now), now: now, into: &actions)
+            return (named, .gateway)
+        }
+        guard !awaitingReply.isEmpty else { return (nil, nil) }
+        return (awaitingReply.removeFirst(), .order)
+    }
+
+    // MARK: Streams
+
+    private mutating func chunk(_ chunk: StreamingChunk, sequence: Int, now: Date, into actions: inout [Action]) {
+        guard let progress = assembler.add(chunk) else { return }
+        let id = chunk.messageID
+        if progress.isFirst {
+            let (target, attribution) = attribute(chunk.replyTo, now: now, into: &actions)
+            streams[id] = OpenStream(firstSequence: sequence, inReplyTo: target, attribution: attribution, grewAt: now)
+        }
+        guard var stream = streams[id] else { return }
+        if !progress.isDuplicate { stream.grewAt = now }
+        streams[id] = stream
+        if progress.isComplete {
+            publish(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: true, now: now, into: &actions)
+            streams[id] = nil
+            actions.append(
+                .publishEntry(
+                    TranscriptEntry(
+                        id: id, sender: .bot(name: botName), content: progress.content, timestamp: now, status: .received, inReplyTo: stream.inReplyTo,
+                        attribution: stream.attribution)))
+        } else if !progress.isDuplicate {
+            let due = (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
+            if due <= now {
+                publish(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: false, now: now, into: &actions)
+            } else {
+                streams[id]?.publicationDue = true
+            }
+        }
+    }
+
+    /// Publishes the growth of replies whose interval ended.
+    private mutating func publishDueStreams(now: Date, into actions: inout [Action]) {
+        for (id, stream) in streams where stream.publicationDue {
+            guard (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now,
+                let (content, lastIndex) = assembler.assembled(id)
+            else { continue }
+            streams[id]?.publicationDue = false
+            if content.utf8.count > stream.publishedLength {
+                publish(id, content: content, lastIndex: lastIndex, isFinal: false, now: now, into: &actions)
+            }
+        }
+    }
+
+    private mutating func publish(_ id: MessageID, content: String, lastIndex: Int, isFinal: Bool, now: Date, into actions: inout [Action]) {
+        guard let stream = streams[id] else { return }
+        let added = String(decoding: content.utf8.dropFirst(stream.publishedLength), as: UTF8.self)
+        actions.append(
+            .publishStream(
+                StreamProgress(
+                    id: id, chunkIndex: max(0, lastIndex), chunk: added, content: content, isFinal: isFinal, inReplyTo: stream.inReplyTo,
+                    attribution: stream.attribution)))
+        streams[id]?.publishedAt = now
+        streams[id]?.publishedLength = content.utf8.count
+    }
+
+    /// A reply that stops growing on a live connection: the connection is probed; past the
+    /// stall deadline the reply is incomplete.
+    private mutating func checkStreams(now: Date, into actions: inout [Action]) {
+        var probe = false
+        for (id, stream) in streams {
+            let quiet = now.timeIntervalSince(stream.grewAt)
+            if quiet >= settings.replyStallDeadline {
+                cut(id, why: "the reply stopped: nothing more came for \(Self.words(settings.replyStallDeadline))", now: now, into: &actions)
+            } else if quiet >= settings.probeAfter {
+                probe = true
+            }
+        }
+        if probe { startProbe(now: now, into: &actions) }
+    }
+
+    /// Ends an open reply as incomplete, as far as it came, and says the bot is no longer at it.
+    private mutating func cut(_ id: MessageID, why: String, now: Date, into actions: inout [Action]) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        let partial = assembler.discard(id) ?? ""
+        actions.append(
+            .publishEntry(
+                TranscriptEntry(
+                    id: id, sender: .bot(name: botName), content: partial, timestamp: now, status: .incomplete, inReplyTo: stream.inReplyTo,
+                    attribution: stream.attribution, detail: why)))
+        if streams.isEmpty, botState != .idle {
+            botState = .idle
+            actions.append(.retainBotState(BotStateUpdate(state: .idle, botName: botName, detail: "reply incomplete: \(why)", timestamp: now)))
+        }
+    }
+
+    // MARK: Health
+
+    private mutating func recordOutcome(success: Bool, now: Date, into actions: inout [Action]) {
+        guard let state = health.record(success: success, now: now) else { return }
+        actions.append(.retainHealth(health.report))
+        actions.append(.diagnose(DiagnosticEvent(kind: .healthChanged, detail: state.rawValue)))
+    }
+
+    private mutating func offer(_ suggestion: RecoverySuggestion, now: Date, into actions: inout [Action]) {
+        if suggestions.offer(suggestion, now: now) { actions.append(.suggest(suggestion)) }
+    }
+
+    /// A suggestion for a connection status, handed out at most once in its interval.
+    public mutating func suggestion(for status: ConnectionStatus, now: Date) -> RecoverySuggestion? {
+        guard let suggestion = Suggestions.forConnection(status), suggestions.offer(suggestion, now: now) else { return nil }
+        return suggestion
+    }
+
+    /// A suggestion when the network path is gone.
+    public mutating func suggestion(for path: NetworkPath, now: Date) -> RecoverySuggestion? {
+        guard !path.satisfied, suggestions.offer(Suggestions.checkNetwork, now: now) else { return nil }
+        return Suggestions.checkNetwork
+    }
+
+    static func words(_ interval: TimeInterval) -> String {
+        interval == interval.rounded() ? "\(Int(interval)) s" : "\(interval) s"
+    }
+}
+
+extension DeliveryStatus {
+    init(_ status: OutboxMessage.Status) {
+        switch status {
+        case .queued: self = .queued
+        case .sent: self = .sent
+        case .delivered: self = .delivered
+        case .failed: self = .failed
+        case .expired: self = .expired
+        case .cancelled: self = .cancelled
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// The TCP sockets a process holds, by state, read from /proc: its descriptors give the
+/// sockets' inodes, /proc/net/tcp and tcp6 their states.
+public enum SocketStates {
+    /// The kernel's names for the states in /proc/net/tcp (hex codes).
+    private static let names = [
+        "01": "ESTABLISHED", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2", "06": "TIME-WAIT", "07": "CLOSE",
+        "08": "CLOSE-WAIT", "09": "LAST-ACK", "0A": "LISTEN", "0B": "CLOSING",
+    ]
+
+    /// The state of each TCP socket `pid` holds open (ESTABLISHED, CLOSE-WAIT, …).
+    public static func of(pid: Int32) -> [String] {
+        let directory = "/proc/\(pid)/fd"
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var inodes: Set<String> = []
+        for descriptor in descriptors {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(descriptor)"),
+                target.hasPrefix("socket:[")
+            else { continue }
+            inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
+        }
+        var states: [String] = []
+        for table in ["/proc/\(pid)/net/tcp", "/proc/\(pid)/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
+                states.append(names[String(fields[3])] ?? String(fields[3]))
+            }
+        }
+        return states
+    }
+}
