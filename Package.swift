@@ -144,7 +144,6 @@ let package = Package(
             "tether-connd", library: "ConnectionManager", folder: "Connd",
             dependencies: [
                 "TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle,
-                .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

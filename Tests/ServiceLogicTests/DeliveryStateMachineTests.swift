@@ -465,7 +465,7 @@ import TetherWire
 
     static let pairs: [(String, String)] = situations.keys.sorted().flatMap { situation in events.keys.sorted().map { (situation, $0) } }
 
-    /// Whatever the situation and the event: a message is never written twice on one
+    /// Whatever the situation and the event (and a tick at any deadline it leaves): a message is never written twice on one
     /// connection of a peer that does not drop repeats, a message that may have reached the
     /// gateway is never said to have failed or expired unless the gateway refused it, and
     /// what is written keeps the order it was sent in.
@@ -477,6 +477,9 @@ import TetherWire
         arrange(&driver)
         act(&driver)
         _ = driver.tick(at: driver.now + 0.5)
+        // After a tick nothing is still due: protod never spins on a deadline it will not act on.
+        let deadline = driver.machine.nextDeadline
+        #expect(deadline.map { $0 > Self.at(driver.now) } ?? true, "a tick left \(String(describing: deadline)) due")
         if driver.machine.gatewayResumes != true {
             for (connection, ids) in driver.written {
                 #expect(Set(ids).count == ids.count, "written twice on \(connection): \(ids)")

@@ -1,15 +1,14 @@
 import Foundation
-import HTTPTypes
 public import Logging
 import NIOCore
 import NIOSSL
+import NIOHTTP1
 import NIOWebSocket
 import Synchronization
 public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
 import TetherService
-import WSClient
 
 /// How connd reaches the gateway.
 public struct ConnectionConfiguration: Sendable {
@@ -120,7 +119,7 @@ actor ConnectionDriver {
     private var retryTask: Task<Void, Never>?
     private var nextAttemptAt: Date?
     /// The open connection's writer, for outbound frames and for closing it.
-    private var writer: WebSocketOutboundWriter?
+    private var writer: GatewayConnection?
     private var lastNetwork: NetworkPath?
     /// This process's name for its connections: with the epoch, unique across restarts.
     private let instance = UUID().uuidString.prefix(8).lowercased()
@@ -295,11 +294,6 @@ actor ConnectionDriver {
             currentAttempt += 1
             let id = currentAttempt
             attemptTask = Task { await self.runConnection(id: id, attempt: attempt) }
-            let deadline = configuration.upgradeDeadline
-            Task {
-                guard (try? await Task.sleep(for: deadline)) != nil else { return }
-                self.upgradeDeadlinePassed(id: id)
-            }
         case .scheduleRetry(let delay, _):
             retryTask?.cancel()
             nextAttemptAt = Date().addingTimeInterval(delay.inSeconds)
@@ -386,35 +380,46 @@ actor ConnectionDriver {
             attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"), token: nil)
             return
         }
-        var headers = HTTPFields()
-        headers[.authorization] = "Bearer \(token)"
-        let clientConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: configuration.maximumFrameSize, additionalHeaders: headers,
-            closeTimeout: configuration.closeDeadline, autoPing: .enabled(timePeriod: configuration.policy.heartbeat))
-        let maximumFrameSize = configuration.maximumFrameSize
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        let heartbeat = configuration.policy.heartbeat
         let bus = self.bus
         let opened = OnceFlag()
+        let deadPeer = OnceFlag()
         do {
-            let closeFrame = try await WebSocketClient.connect(
-                url: configuration.url, configuration: clientConfiguration, tlsConfiguration: configuration.tlsConfiguration, logger: logger
-            ) { inbound, outbound, _ in
-                guard let epoch = await self.opened(id: id, writer: outbound) else { return }
+            let closeFrame = try await GatewaySocket.connect(
+                url: configuration.url, headers: headers, tls: configuration.tlsConfiguration, maximumMessageSize: configuration.maximumFrameSize,
+                deadline: configuration.upgradeDeadline
+            ) { connection in
+                guard let epoch = await self.opened(id: id, connection: connection) else { return }
                 opened.set()
-                for try await message in inbound.messages(maxSize: maximumFrameSize) {
-                    guard case .text(let text) = message else { continue }
-                    try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
+                await withDiscardingTaskGroup { group in
+                    // The heartbeat: a ping each period; one still without its pong when the
+                    // next is due means the gateway stopped answering.
+                    group.addTask {
+                        while (try? await Task.sleep(for: heartbeat)) != nil {
+                            guard (try? await connection.ping()) != false else {
+                                deadPeer.set()
+                                connection.abort()
+                                return
+                            }
+                        }
+                    }
+                    for await text in connection.messages {
+                        try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
+                    }
+                    group.cancelAll()
                 }
             }
             // The gateway's own close comes with a close frame. Without one, the connection
-            // died: the gateway went away, or the heartbeat found no pong and closed it (the
-            // WebSocket library does not say which).
+            // died: the gateway went away, or the heartbeat found no pong.
             let problem: ConnectionProblem =
                 if let closeFrame {
-                    ConnectionProblem(.unreachable, "the gateway closed the connection (\(closeFrame.closeCode)\(closeFrame.reason.map { ": \($0)" } ?? ""))")
+                    ConnectionProblem(.unreachable, "the gateway closed the connection (\(closeFrame.code)\(closeFrame.reason.map { ": \($0)" } ?? ""))")
+                } else if deadPeer.isSet {
+                    ConnectionProblem(.unreachable, "the gateway answered no ping within \(heartbeat): the connection is dead")
                 } else {
-                    ConnectionProblem(
-                        .unreachable,
-                        "lost the connection to the gateway: it went away, or answered no ping within \(configuration.policy.heartbeat)")
+                    ConnectionProblem(.unreachable, "lost the connection to the gateway: it went away")
                 }
             attemptEnded(id: id, opened: opened.isSet, problem: problem, token: token)
         } catch {
@@ -425,35 +430,18 @@ actor ConnectionDriver {
 
     /// Called from inside the WebSocket handler once connected; the epoch, or nil when the
     /// attempt was abandoned meanwhile.
-    private func opened(id: Int, writer: WebSocketOutboundWriter) -> Int? {
+    private func opened(id: Int, connection: GatewayConnection) -> Int? {
         guard id == currentAttempt else { return nil }
-        self.writer = writer
+        self.writer = connection
         knockUntil = nil
         handle(.connectionSucceeded)
         rejectedToken = nil
         return machine.epoch
     }
 
-    /// The attempt `id` has not opened its connection within the upgrade deadline: it is
-    /// abandoned (its task cancelled, whatever it says later ignored) and counts as failed.
-    private func upgradeDeadlinePassed(id: Int) {
-        guard id == currentAttempt, writer == nil, attemptTask != nil else { return }
-        attemptTask?.cancel()
-        currentAttempt += 1
-        endAttempt(
-            opened: false,
-            problem: ConnectionProblem(
-                .unreachable, "the gateway at \(configuration.url) did not complete the WebSocket upgrade within \(configuration.upgradeDeadline)"),
-            token: nil)
-    }
-
     /// - Parameter token: the token the attempt used, nil when none could be read.
     private func attemptEnded(id: Int, opened: Bool, problem: ConnectionProblem, token: String?) {
         guard id == currentAttempt else { return }
-        endAttempt(opened: opened, problem: problem, token: token)
-    }
-
-    private func endAttempt(opened: Bool, problem: ConnectionProblem, token: String?) {
         writer = nil
         attemptTask = nil
         if problem.kind == .credentialRejected { rejectedToken = token }
@@ -465,7 +453,10 @@ actor ConnectionDriver {
     /// What went wrong with an attempt, in the machine's terms and in words.
     private func classify(_ error: any Error, token: String) async -> ConnectionProblem {
         let url = configuration.url
-        if let error = error as? WebSocketClientError, error == .webSocketUpgradeFailed {
+        if let error = error as? GatewaySocketError, case .upgradeTimedOut(let deadline) = error.code {
+            return ConnectionProblem(.unreachable, "the gateway at \(url) did not complete the WebSocket upgrade within \(deadline)")
+        }
+        if let error = error as? GatewaySocketError, error.code == .upgradeRefused {
             // The upgrade was refused: ask the same URL why.
             if let status = try? await HTTPStatusProbe.status(url: url, token: token, tls: configuration.tlsConfiguration) {
                 if status == 401 || status == 403 {
@@ -507,7 +498,7 @@ actor ConnectionDriver {
                 continue
             }
             do {
-                try await writer.write(.text(frame.text))
+                try await writer.write(text: frame.text)
             } catch {
                 logger.warning("cannot write a frame", metadata: ["connection.error": "\(error)"])
             }
@@ -569,7 +560,7 @@ extension SuspendReason {
 struct ClosingConnection: Sendable {
     private let done: Task<Void, Never>
 
-    init(task: Task<Void, Never>?, writer: WebSocketOutboundWriter?, deadline: Duration?) {
+    init(task: Task<Void, Never>?, writer: GatewayConnection?, deadline: Duration?) {
         done = Task {
             guard let task else { return }
             if let deadline, let writer {

@@ -222,27 +222,36 @@ public struct DeliveryStateMachine: Sendable {
         pending.first { $0.id == id }.map { $0.everWritten ? .sent : .queued }
     }
 
-    /// The next moment something is due; the owner sends ``Event/tick`` then.
+    /// The next moment something is due; the owner sends ``Event/tick`` then. Only what a
+    /// tick would act on counts, so a tick at the deadline always moves it on.
     public var nextDeadline: Date? {
         var deadlines: [Date] = []
-        for message in pending {
-            if !message.everWritten { deadlines.append(message.createdAt.addingTimeInterval(settings.expiry)) }
-            if message.writtenOn == connection?.id {
-                if let due = message.acknowledgementDue { deadlines.append(due) }
-                if let late = message.lateAt { deadlines.append(late) }
-            }
-        }
-        if let connection, !connection.replacing {
-            if let probe = connection.probeDeadline { deadlines.append(probe) }
-            if gatewayResumes == nil, let asked = connection.resumeAskedAt { deadlines.append(asked.addingTimeInterval(settings.probeDeadline)) }
-            for stream in streams.values {
-                deadlines.append(max(stream.grewAt, connection.heardAt).addingTimeInterval(settings.probeAfter))
-                deadlines.append(stream.grewAt.addingTimeInterval(settings.replyStallDeadline))
-            }
+        for message in pending where !message.everWritten {
+            deadlines.append(message.createdAt.addingTimeInterval(settings.expiry))
         }
         if resumePoint != savedSession { deadlines.append(sessionSavedAt.addingTimeInterval(Self.sessionSaveInterval)) }
         for stream in streams.values where stream.publicationDue {
             deadlines.append((stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
+        }
+        // What the open connection is waiting for, while frames reach it and it is not being replaced.
+        if let connection, wireHeard, !connection.replacing {
+            if gatewayResumes == nil, let asked = connection.resumeAskedAt {
+                deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
+            }
+            let waitingForCapability = gatewayResumes == nil && pending.contains { $0.writtenOn == connection.id && isUncertain($0) }
+            if !waitingForCapability {
+                if let probe = connection.probeDeadline { deadlines.append(probe) }
+                for message in pending where message.writtenOn == connection.id {
+                    if let due = message.acknowledgementDue { deadlines.append(due) }
+                    if let late = message.lateAt { deadlines.append(late) }
+                }
+                for stream in streams.values {
+                    if connection.probeDeadline == nil {
+                        deadlines.append(max(stream.grewAt, connection.heardAt).addingTimeInterval(settings.probeAfter))
+                    }
+                    deadlines.append(stream.grewAt.addingTimeInterval(settings.replyStallDeadline))
+                }
+            }
         }
         return deadlines.min()
     }
@@ -433,7 +442,7 @@ public struct DeliveryStateMachine: Sendable {
         // died, may be lost: to a gateway that drops repeated ids they are written again;
         // otherwise the connection is replaced (and they are written on the new one), never
         // written twice on it.
-        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && (pending[$0].restored || writtenBeforePathLoss(pending[$0])) }
+        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
         if !uncertain.isEmpty {
             switch gatewayResumes {
             case true?:
@@ -461,7 +470,10 @@ public struct DeliveryStateMachine: Sendable {
         checkStreams(now: now, into: &actions)
     }
 
-    private func writtenBeforePathLoss(_ message: Pending) -> Bool {
+    /// Written by a protod that died, or before the bus path to connd dropped: the frame may
+    /// never have reached the gateway.
+    private func isUncertain(_ message: Pending) -> Bool {
+        if message.restored { return true }
         guard let lost = wireLostAt, let written = message.writtenAt else { return false }
         return written <= lost
     }
@@ -667,10 +679,9 @@ public struct DeliveryStateMachine: Sendable {
     /// Publishes the growth of replies whose interval ended.
     private mutating func publishDueStreams(now: Date, into actions: inout [Action]) {
         for (id, stream) in streams where stream.publicationDue {
-            guard (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now,
-                let (content, lastIndex) = assembler.assembled(id)
-            else { continue }
+            guard (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now else { continue }
             streams[id]?.publicationDue = false
+            guard let (content, lastIndex) = assembler.assembled(id) else { continue }
             if content.utf8.count > stream.publishedLength {
                 publish(id, content: content, lastIndex: lastIndex, isFinal: false, now: now, into: &actions)
             }
