@@ -215,7 +215,7 @@ let package = Package(
                 name: "ServiceLogicTests",
                 dependencies: [
                     "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting",
-                    "TetherSchema", "TetherWire", .argumentParser,
+                    "TetherBus", "TetherSchema", "TetherWire", .argumentParser, .logging, .serviceLifecycle,
                 ],
                 path: "Tests/ServiceLogicTests",
                 swiftSettings: swiftSettings

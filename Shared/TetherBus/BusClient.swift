@@ -205,11 +205,6 @@ public final class BusClient: Sendable {
         return stream
     }
 
-    /// Answers a command with a reply body.
-    public func reply(to command: IncomingCommand, with reply: some Encodable) throws(BusError) {
-        try self.reply(to: command, encodedBody: Data(try encode(reply)))
-    }
-
     /// Answers a command with a reply body encoded already.
     public func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError) {
         try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("ok".utf8), Array(encodedBody)]))
@@ -241,6 +236,10 @@ public final class BusClient: Sendable {
 public struct BusSubscription: AsyncSequence, Sendable {
     public typealias Element = BusMessage
     let stream: AsyncStream<BusMessage>
+
+    package init(stream: AsyncStream<BusMessage>) {
+        self.stream = stream
+    }
 
     public func makeAsyncIterator() -> AsyncStream<BusMessage>.AsyncIterator {
         stream.makeAsyncIterator()

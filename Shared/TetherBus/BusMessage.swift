@@ -69,7 +69,19 @@ public struct IncomingCommand: Sendable {
     public let method: String
     /// The JSON request body.
     public let body: Data
+    /// Who sent it: the ZeroMQ routing identity, or an in-memory bus's own key.
     let identity: [UInt8]
+
+    package init(endpoint: String, requestID: String, method: String, body: Data, identity: [UInt8]) {
+        self.endpoint = endpoint
+        self.requestID = requestID
+        self.method = method
+        self.body = body
+        self.identity = identity
+    }
+
+    /// The sender's identity, for a bus that routes replies itself.
+    package var sender: [UInt8] { identity }
 }
 
 /// The counters, shared by the client and its socket thread.

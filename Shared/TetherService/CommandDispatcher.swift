@@ -15,11 +15,11 @@ public struct CommandError: Error, CustomStringConvertible, Sendable {
 /// Serves the commands of one endpoint: decodes each request, answers a repeated request
 /// id with the reply it already gave (the caller retried), and replies with errors in words.
 public struct CommandDispatcher: Sendable {
-    private let bus: BusClient
+    private let bus: any Bus
     private let logger: Logger
     private var handlers: [String: @Sendable (Data) async throws -> Data] = [:]
 
-    public init(bus: BusClient, logger: Logger) {
+    public init(bus: any Bus, logger: Logger) {
         self.bus = bus
         self.logger = logger
     }

@@ -14,7 +14,7 @@ public actor BusRecorder<Value: Decodable & Sendable> {
     private var task: Task<Void, Never>?
 
     /// Starts recording `topic` through `bus` (the subscription is confirmed first).
-    public init(bus: BusClient, topic: Topic, as type: Value.Type = Value.self) async throws {
+    public init(bus: any Bus, topic: Topic, as type: Value.Type = Value.self) async throws {
         let subscription = try await bus.subscribe(to: [topic.name], confirm: true)
         task = Task { [weak self] in
             for await message in subscription {
@@ -64,7 +64,7 @@ public actor TopicRecorder {
     private var task: Task<Void, Never>?
 
     /// Starts recording the topics matching `prefixes` (the subscription is confirmed first).
-    public init(bus: BusClient, prefixes: [String]) async throws {
+    public init(bus: any Bus, prefixes: [String]) async throws {
         let subscription = try await bus.subscribe(to: prefixes, confirm: true)
         task = Task { [weak self] in
             for await message in subscription {

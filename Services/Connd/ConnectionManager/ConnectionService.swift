@@ -56,7 +56,7 @@ public struct ConnectionConfiguration: Sendable {
 /// dead peers, network changes and suspends, carries frames between it and the bus, and
 /// publishes where it stands on `conn.state` (retained).
 public struct ConnectionService: Service {
-    private let bus: BusClient
+    private let bus: any Bus
     private let driver: ConnectionDriver
     private let lifecycle: LifecycleSettings
     private let logger: Logger
@@ -65,7 +65,7 @@ public struct ConnectionService: Service {
     ///   - phase: where the current phase is kept for the heartbeat to read.
     ///   - lifecycle: when front ends leaving or the machine sleeping suspend the connection.
     public init(
-        bus: BusClient, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings = LifecycleSettings(),
+        bus: any Bus, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings = LifecycleSettings(),
         phase: ConnectionPhaseBox = ConnectionPhaseBox(), logger: Logger
     ) {
         self.bus = bus
@@ -107,7 +107,7 @@ public struct ConnectionService: Service {
 /// Runs the state machine: performs its actions, turns what happens into its events and
 /// publishes the state after each.
 actor ConnectionDriver {
-    private let bus: BusClient
+    private let bus: any Bus
     private let configuration: ConnectionConfiguration
     private let logger: Logger
     private let phase: ConnectionPhaseBox
@@ -137,7 +137,7 @@ actor ConnectionDriver {
     /// minute after the connection was lost or the first attempt failed.
     private var knockUntil: ContinuousClock.Instant?
 
-    init(bus: BusClient, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings, phase: ConnectionPhaseBox, logger: Logger) {
+    init(bus: any Bus, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings, phase: ConnectionPhaseBox, logger: Logger) {
         self.bus = bus
         self.configuration = configuration
         self.lifecycle = lifecycle

@@ -10,14 +10,14 @@ import TetherService
 /// messages is coalesced for `coalescing` (50 ms) before the path is read again. Where
 /// rtnetlink cannot be opened, the path is read every `pollInterval` instead.
 public struct NetworkMonitorService: Service {
-    private let bus: BusClient
+    private let bus: any Bus
     private let routes: KernelRoutes
     private let coalescing: Duration
     private let pollInterval: Duration
     private let logger: Logger
 
     public init(
-        bus: BusClient, routes: KernelRoutes = KernelRoutes(), coalescing: Duration = .milliseconds(50), pollInterval: Duration = .seconds(1),
+        bus: any Bus, routes: KernelRoutes = KernelRoutes(), coalescing: Duration = .milliseconds(50), pollInterval: Duration = .seconds(1),
         logger: Logger
     ) {
         self.bus = bus

@@ -35,13 +35,13 @@ public enum ProtocolCounter {
 /// Its decisions are ``DeliveryStateMachine``'s; this service feeds it the bus's events
 /// one at a time and carries out its actions.
 public struct ProtocolService: Service {
-    private let bus: BusClient
+    private let bus: any Bus
     private let engine: ProtocolEngine
     private let logger: Logger
 
     /// - Parameter counters: where the frames protod drops are counted (``ProtocolCounter``).
     public init(
-        bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(),
+        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(),
         counters: ProgramCounters = ProgramCounters(), logger: Logger
     ) {
         self.bus = bus
@@ -95,7 +95,7 @@ public struct ProtocolService: Service {
 /// event's actions (outbox writes, frames, publications) all finish before the next event
 /// is decided, so frames leave in the order the machine chose.
 actor ProtocolEngine {
-    private let bus: BusClient
+    private let bus: any Bus
     private let outbox: Outbox
     private let journal: ConversationJournal
     private let settings: ProtocolSettings
@@ -110,7 +110,7 @@ actor ProtocolEngine {
     private var timer: (at: Date, task: Task<Void, Never>)?
     private var timerGeneration = 0
 
-    init(bus: BusClient, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
+    init(bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
         self.bus = bus
         self.outbox = outbox
         self.journal = journal

@@ -8,14 +8,14 @@ import TetherService
 /// journal on what it missed, keeps each front end's display snapshot and the connection
 /// identity, and gives a front end all of it for its first frame.
 public struct SnapshotService: Service {
-    private let bus: BusClient
+    private let bus: any Bus
     private let store: TranscriptStore
     private let catchUpInterval: Duration
     private let logger: Logger
 
     /// - Parameter catchUpInterval: how often protod's journal is asked for changes missed
     ///   (besides at start and whenever a revision is skipped).
-    public init(bus: BusClient, store: TranscriptStore, catchUpInterval: Duration = .seconds(2), logger: Logger) {
+    public init(bus: any Bus, store: TranscriptStore, catchUpInterval: Duration = .seconds(2), logger: Logger) {
         self.bus = bus
         self.store = store
         self.catchUpInterval = catchUpInterval
