@@ -185,7 +185,7 @@ let package = Package(
 
             .target(
                 name: "TetherTesting",
-                dependencies: ["TetherBus", "TetherSchema", .logging, .systemPackage],
+                dependencies: ["CLinux", "TetherBus", "TetherSchema", .logging, .systemPackage],
                 path: "Tests/TetherTesting",
                 swiftSettings: swiftSettings
             ),

@@ -5,12 +5,22 @@
 #include <sys/eventfd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <spawn.h>
 
 /// posix_spawn's flag that starts the child in a new session. glibc defines
 /// POSIX_SPAWN_SETSID only under _GNU_SOURCE, which would make this module's view of the
 /// system headers differ from Glibc's; its value is fixed by glibc's ABI.
 static inline short tether_posix_spawn_setsid(void) {
     return 0x80;
+}
+
+/// posix_spawn's action that closes every descriptor from `from` on in the child, so it
+/// inherits nothing but what is given it. glibc (2.34 and later) declares it only under
+/// _GNU_SOURCE, for the same reason as above.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+static inline int tether_posix_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
 /// The rtnetlink multicast groups that report links, addresses and routes (IPv4 and IPv6).

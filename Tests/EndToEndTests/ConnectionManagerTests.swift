@@ -301,7 +301,11 @@ import TetherTesting
         let pid = try #require(rig.connd?.pid)
         let settled = await eventually(timeout: .seconds(5)) { !SocketStates.of(pid: pid).contains("CLOSE-WAIT") }
         let states = SocketStates.of(pid: pid)
-        print("after five rejected attempts connd holds TCP sockets: \(states)")
+        print("after five rejected attempts connd holds TCP sockets: \(SocketStates.sockets(of: pid)) (gateway port \(rig.port))")
+        if !settled {
+            try await Task.sleep(for: .seconds(10))
+            print("10 s later: \(SocketStates.sockets(of: pid))")
+        }
         #expect(settled, "sockets left in CLOSE-WAIT: \(states)")
         #expect(states.filter { $0 != "LISTEN" }.isEmpty, "sockets left open: \(states)")
     }

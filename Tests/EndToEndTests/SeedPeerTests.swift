@@ -144,6 +144,20 @@ import TetherWire
         await bus.close()
     }
 
+    @Test func chunksDoubledAndSwappedStillMakeTheWholeReplyAndAMissingOneMakesItIncomplete() async throws {
+        let set = try await Self.set(faults: #", "duplicateChunks": true, "reorderChunks": true"#, environment: ["TETHER_REPLY_STALL": "3"])
+        defer { set.stop() }
+        let words = (1...9).map { "word\($0)" }
+        let whole = try set.tether(["send", "--timeout", "20"] + words)
+        #expect(whole.status == 0, "\(whole.standardError)")
+        #expect(whole.standardOutput == "You said: " + words.joined(separator: " ") + "\n", "\(whole.standardOutput)")
+        try await set.faults(#"{"duplicateChunks": false, "reorderChunks": false, "dropChunkIndex": 3}"#)
+        let gap = try set.tether(["send", "--timeout", "20", "with", "a", "gap", "in", "it"])
+        #expect(gap.status == 3, "\(gap.standardError)")
+        #expect(gap.standardOutput == "You said: with \n", "as far as it came without a gap: \(gap.standardOutput)")
+        #expect(gap.standardError.contains("the reply stopped"), "\(gap.standardError)")
+    }
+
     @Test func aReplyCutByAGatewayRestartIsIncompleteAtOnce() async throws {
         let set = try await Self.set()
         defer { set.stop() }

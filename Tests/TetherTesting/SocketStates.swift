@@ -11,6 +11,11 @@ public enum SocketStates {
 
     /// The state of each TCP socket `pid` holds open (ESTABLISHED, CLOSE-WAIT, …).
     public static func of(pid: Int32) -> [String] {
+        sockets(of: pid).map(\.state)
+    }
+
+    /// Each TCP socket `pid` holds open: its state and its local and remote ports.
+    public static func sockets(of pid: Int32) -> [(state: String, localPort: Int, remotePort: Int)] {
         let directory = "/proc/\(pid)/fd"
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var inodes: Set<String> = []
@@ -20,15 +25,16 @@ public enum SocketStates {
             else { continue }
             inodes.insert(String(target.dropFirst("socket:[".count).dropLast()))
         }
-        var states: [String] = []
+        var sockets: [(state: String, localPort: Int, remotePort: Int)] = []
         for table in ["/proc/\(pid)/net/tcp", "/proc/\(pid)/net/tcp6"] {
             let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }
-                states.append(names[String(fields[3])] ?? String(fields[3]))
+                let port = { (address: Substring) in Int(address.split(separator: ":").last ?? "", radix: 16) ?? 0 }
+                sockets.append((names[String(fields[3])] ?? String(fields[3]), port(fields[1]), port(fields[2])))
             }
         }
-        return states
+        return sockets
     }
 }

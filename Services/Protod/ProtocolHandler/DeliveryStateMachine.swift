@@ -391,6 +391,8 @@ public struct DeliveryStateMachine: Sendable {
         let ending = pending.filter { ids.contains($0.id) }
         guard !ending.isEmpty else { return }
         pending.removeAll { ids.contains($0.id) }
+        // A message the gateway refused will get no answer: replies matched by order skip it.
+        if status == .failed { awaitingReply.removeAll { id in ending.contains { $0.messageID == id } } }
         actions.append(.persistFinal(ids: ending.map(\.id), status: status))
         for message in ending {
             actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: DeliveryStatus(status), detail: detail(message))))
@@ -413,7 +415,7 @@ public struct DeliveryStateMachine: Sendable {
         connection = nil
         // Without a gateway that resumes, what a reply still lacked is gone with the connection.
         guard gatewayResumes != true else { return }
-        for id in streams.keys.sorted(by: { streams[$0]!.firstSequence < streams[$1]!.firstSequence }) {
+        for id in openStreamsInOrder {
             cut(id, why: "the connection ended before the reply was complete", now: now, into: &actions)
         }
     }
@@ -628,7 +630,7 @@ public struct DeliveryStateMachine: Sendable {
         }
         guard !answer.complete else { return }
         // What the gateway no longer has will not come: a stream still open stays cut.
-        for id in streams.keys.sorted(by: { streams[$0]!.firstSequence < streams[$1]!.firstSequence }) {
+        for id in openStreamsInOrder {
             cut(id, why: "the gateway lost the rest of the reply (it restarted)", now: now, into: &actions)
         }
     }
@@ -713,6 +715,11 @@ public struct DeliveryStateMachine: Sendable {
             }
         }
         if probe { startProbe(now: now, into: &actions) }
+    }
+
+    /// The replies still open, in the order they started.
+    private var openStreamsInOrder: [MessageID] {
+        streams.sorted { $0.value.firstSequence < $1.value.firstSequence }.map(\.key)
     }
 
     /// Ends an open reply as incomplete, as far as it came, and says the bot is no longer at it.
