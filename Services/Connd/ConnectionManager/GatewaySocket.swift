@@ -47,9 +47,10 @@ struct GatewayCloseFrame: Sendable, Equatable {
 /// when the deadline passes or the gateway refuses the upgrade (a refused upgrade must not
 /// leave a socket in CLOSE-WAIT), and pings and pongs are connd's, for the heartbeat.
 enum GatewaySocket {
-    /// Connects, upgrades to a WebSocket within `deadline` and runs `session` with the open
-    /// connection; returns the gateway's close frame, or nil when the connection ended
-    /// without one (it dropped, or the heartbeat found no pong: `dead` says which).
+    /// Connects, upgrades to a WebSocket within `deadline` (from the start of the TCP
+    /// connect to the end of the upgrade) and runs `session` with the open connection;
+    /// returns the gateway's close frame, or nil when the connection ended without one (it
+    /// dropped, or the session aborted it).
     static func connect(
         url: String, headers: HTTPHeaders, tls: TLSConfiguration?, maximumMessageSize: Int, deadline: Duration,
         session: @Sendable (GatewayConnection) async throws -> Void
@@ -65,6 +66,7 @@ enum GatewaySocket {
         requestHeaders.replaceOrAdd(name: "Host", value: components.port.map { "\(host):\($0)" } ?? host)
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
 
+        let giveUpAt = ContinuousClock.now + deadline
         // The channel, once there is one, so that the deadline can close it.
         let opened = Mutex<(any Channel)?>(nil)
         let timeout = TimeAmount.nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000)
@@ -92,7 +94,7 @@ enum GatewaySocket {
         // Whatever happens from here, the socket is closed before this returns or throws.
         let result: UpgradeResult
         do {
-            result = try await withDeadline(deadline, onTimeout: { channel?.close(promise: nil) }) {
+            result = try await withDeadline(giveUpAt, reporting: deadline, onTimeout: { channel?.close(promise: nil) }) {
                 try await upgrade.get()
             }
         } catch {
@@ -120,14 +122,15 @@ enum GatewaySocket {
         case notUpgraded
     }
 
-    /// Runs `body`; when `deadline` passes first, calls `onTimeout` (which must make `body`
-    /// end) and throws ``GatewaySocketError/Code/upgradeTimedOut(_:)``.
+    /// Runs `body`; when `instant` passes first, calls `onTimeout` (which must make `body`
+    /// end) and throws ``GatewaySocketError/Code/upgradeTimedOut(_:)`` with `deadline`.
     private static func withDeadline<T: Sendable>(
-        _ deadline: Duration, onTimeout: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () async throws -> T
+        _ instant: ContinuousClock.Instant, reporting deadline: Duration, onTimeout: @escaping @Sendable () -> Void,
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let timedOut = Atomic(false)
         let timer = Task {
-            guard (try? await Task.sleep(for: deadline)) != nil else { return }
+            guard (try? await Task.sleep(until: instant)) != nil else { return }
             timedOut.store(true, ordering: .relaxed)
             onTimeout()
         }
