@@ -427,11 +427,10 @@ public struct DeliveryStateMachine: Sendable {
         if let after = resumeAfter {
             resumeAfter = nil
             open.resumeAskedAt = now
-            if let data = try? codec.encode(
-                SessionResume(sessionID: session.sessionID, lastSequence: after), type: WireMessageType.sessionResume.rawValue, sequence: 0)
-            {
-                actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
-            }
+            write(
+                try? codec.encode(
+                    SessionResume(sessionID: session.sessionID, lastSequence: after), type: WireMessageType.sessionResume.rawValue, sequence: 0),
+                on: open.epoch, into: &actions)
         }
         // A gateway that has not answered session.resume in time does not know it.
         if gatewayResumes == nil, let asked = open.resumeAskedAt, now >= asked.addingTimeInterval(settings.probeDeadline) {
@@ -480,6 +479,13 @@ public struct DeliveryStateMachine: Sendable {
         return written <= lost
     }
 
+    /// A frame for connd to write on the connection of `epoch`, from what the codec encoded
+    /// (nothing when it could not encode it).
+    private func write(_ encoded: Data?, on epoch: Int, into actions: inout [Action]) {
+        guard let encoded else { return }
+        actions.append(.write(WireFrame(epoch: epoch, text: String(decoding: encoded, as: UTF8.self))))
+    }
+
     private mutating func replace(reason: String, into actions: inout [Action]) {
         connection?.replacing = true
         actions.append(.reconnect(reason: reason))
@@ -498,7 +504,7 @@ public struct DeliveryStateMachine: Sendable {
             let message = pending[index]
             let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
             guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
-            actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
+            write(data, on: open.epoch, into: &actions)
             written.append(message.id)
             if !message.everWritten {
                 actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .sent)))
@@ -550,9 +556,7 @@ public struct DeliveryStateMachine: Sendable {
         guard var open = connection, open.probeDeadline == nil, force || now >= open.heardAt.addingTimeInterval(settings.probeAfter) else { return }
         open.probeDeadline = now.addingTimeInterval(settings.probeDeadline)
         connection = open
-        if let data = try? codec.encodePing(sequence: 0, timestamp: now) {
-            actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: data, as: UTF8.self))))
-        }
+        write(try? codec.encodePing(sequence: 0, timestamp: now), on: open.epoch, into: &actions)
     }
 
     // MARK: Frames from the gateway
@@ -582,9 +586,7 @@ public struct DeliveryStateMachine: Sendable {
                         id: chat.id, sender: chat.sender, content: chat.content, timestamp: chat.timestamp, status: .received, inReplyTo: target,
                         attribution: attribution)))
         case .ping(let envelope):
-            if let pong = try? codec.encodePong(sequence: envelope.sequence, timestamp: now), let open = connection {
-                actions.append(.write(WireFrame(epoch: open.epoch, text: String(decoding: pong, as: UTF8.self))))
-            }
+            if let open = connection { write(try? codec.encodePong(sequence: envelope.sequence, timestamp: now), on: open.epoch, into: &actions) }
         case .sessionResumed(let envelope):
             resumed(envelope.payload, now: now, into: &actions)
         case .pong, .sessionResume, .unknown:

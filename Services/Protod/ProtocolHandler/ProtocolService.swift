@@ -304,7 +304,7 @@ actor ProtocolEngine {
             case .retainBotState(let state):
                 try bus.retain(state, on: .botState)
             case .retainHealth(let report):
-                if report.state != .healthy || report.recentFailures > 0 { logger.notice("health \(report.state.rawValue)") }
+                logger.notice("health \(report.state.rawValue)")
                 try bus.retain(report, on: .health)
             case .retainSummary(let summary):
                 try bus.retain(summary, on: .outboxSummary)
