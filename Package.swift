@@ -33,7 +33,7 @@ func program(
         ),
         .executableTarget(
             name: executable,
-            dependencies: [.target(name: library), "TetherService", .argumentParser],
+            dependencies: [.target(name: library), "TetherService", "TetherSchema", .argumentParser],
             path: "Services/\(folder)/\(executable)",
             swiftSettings: swiftSettings
         ),
@@ -68,6 +68,7 @@ let package = Package(
         .library(name: "TetherSchema", targets: ["TetherSchema"]),
         .library(name: "TetherBus", targets: ["TetherBus"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
+        .library(name: "OpenClawWire", targets: ["OpenClawWire"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -81,6 +82,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.6.0"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
     ],
     targets: [
@@ -104,6 +106,14 @@ let package = Package(
         .target(
             name: "TetherWire",
             path: "Shared/TetherWire",
+            swiftSettings: swiftSettings
+        ),
+        // OpenClaw's gateway protocol (versions 3 and 4): frames, the handshake, the device
+        // identity (Ed25519), chat.
+        .target(
+            name: "OpenClawWire",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Shared/OpenClawWire",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -133,7 +143,7 @@ let package = Package(
         + program(
             "tether-gateway", library: "DevGateway", folder: "Gateway",
             dependencies: [
-                "TetherWire", .logging, .serviceLifecycle,
+                "OpenClawWire", "TetherWire", .logging, .serviceLifecycle,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -143,7 +153,8 @@ let package = Package(
         + program(
             "tether-connd", library: "ConnectionManager", folder: "Connd",
             dependencies: [
-                "TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle,
+                "OpenClawWire", "TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle,
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -154,7 +165,7 @@ let package = Package(
         )
         + program(
             "tether-protod", library: "ProtocolHandler", folder: "Protod",
-            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle, .grdb]
+            dependencies: ["OpenClawWire", "TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle, .grdb, .product(name: "Crypto", package: "swift-crypto")]
         )
         + program(
             "tether-snapd", library: "SnapshotStore", folder: "Snapd",
@@ -201,7 +212,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "TetherWireTests",
-                dependencies: ["TetherWire"],
+                dependencies: ["TetherWire", "OpenClawWire"],
                 path: "Tests/TetherWireTests",
                 swiftSettings: swiftSettings
             ),
@@ -214,7 +225,7 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway",
                     "TetherBus", "TetherSchema", "TetherWire", .argumentParser, .logging, .serviceLifecycle,
                 ],
                 path: "Tests/ServiceLogicTests",
@@ -222,7 +233,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "EndToEndTests",
-                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", .logging],
+                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "OpenClawWire", .logging],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),

@@ -69,6 +69,17 @@ public enum ConnectionFailure: String, Codable, Sendable, CaseIterable {
     case tls
     /// Every reconnect attempt after a lost connection failed.
     case retriesExhausted
+    /// OpenClaw: the gateway does not know this device yet; connd asks again by itself every
+    /// few seconds, and connects once a person has approved it (`lastError` names the request).
+    case pairingRequired
+    /// OpenClaw: the gateway speaks no protocol version Tether offers (3 and 4).
+    case protocolMismatch
+    /// OpenClaw: the gateway refused this client's origin.
+    case originRefused
+    /// OpenClaw: the gateway let Tether in without the scopes a chat client needs.
+    case scopeMissing
+    /// The gateway refused the connection for a reason retrying cannot change (see `lastError`).
+    case gatewayRefused
 
     /// The way forward, in words.
     public var advice: String {
@@ -77,6 +88,11 @@ public enum ConnectionFailure: String, Codable, Sendable, CaseIterable {
         case .credentialRejected: "the token was rejected: fix the token file, then reconnect"
         case .tls: "the gateway's certificate is not trusted: check the address, or pass its CA with --ca-file"
         case .retriesExhausted: "the gateway is not answering: reconnect when it is back"
+        case .pairingRequired: "approve this device on the gateway (openclaw devices approve ID); Tether connects by itself once approved"
+        case .protocolMismatch: "the gateway speaks another protocol version: update Tether or the gateway"
+        case .originRefused: "the gateway refused this client: check the gateway's allowed origins"
+        case .scopeMissing: "the gateway did not grant operator.read and operator.write: grant them to this device, then reconnect"
+        case .gatewayRefused: "the gateway refused the connection: see the error, fix it, then reconnect"
         }
     }
 }
@@ -123,14 +139,18 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
     public var identity: ConnectionIdentity?
     /// What suspended the connection, while the phase is suspended.
     public var suspendReason: SuspendReason?
+    /// What the gateway said of itself when the open connection began; nil when not connected.
+    public var gateway: GatewayInfo?
     /// What a person should read: the phase's words, with the way forward when failed.
     public var words: String
 
     public init(
         phase: ConnectionPhase, url: String, epoch: Int, connectionID: String? = nil, attempt: Int = 0, nextAttemptAt: Date? = nil,
-        lastError: String? = nil, failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil, suspendReason: SuspendReason? = nil
+        lastError: String? = nil, failure: ConnectionFailure? = nil, identity: ConnectionIdentity? = nil, suspendReason: SuspendReason? = nil,
+        gateway: GatewayInfo? = nil
     ) {
         self.suspendReason = suspendReason
+        self.gateway = gateway
         self.phase = phase
         self.url = url
         self.epoch = epoch
@@ -141,6 +161,54 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
         self.failure = failure
         self.identity = identity
         self.words = failure.map { "\(phase.words) (\($0.advice))" } ?? phase.words
+    }
+}
+
+/// The dialect a gateway speaks on the wire.
+public enum WireDialect: String, Codable, Sendable, CaseIterable {
+    /// The seeds' JSON envelope (docs/WIRE.md).
+    case seed
+    /// OpenClaw's gateway protocol, versions 3 and 4.
+    case openclaw
+}
+
+/// The open connection's gateway, as its handshake showed it (never a secret).
+public struct GatewayInfo: Codable, Hashable, Sendable {
+    public var dialect: WireDialect
+    /// OpenClaw: the protocol version in use (3 or 4).
+    public var protocolVersion: Int?
+    /// OpenClaw: the gateway's release.
+    public var serverVersion: String?
+    /// OpenClaw: the gateway's name for this connection; a restarted gateway has new ones.
+    public var serverConnectionID: String?
+    /// OpenClaw: how long the gateway had been running when this connection began.
+    public var uptimeMilliseconds: Int?
+    /// OpenClaw: the gateway's tick interval; no tick for twice this is a dead connection.
+    public var tickIntervalMilliseconds: Int?
+    /// OpenClaw: the largest frame the gateway reads.
+    public var maximumPayload: Int?
+    /// OpenClaw: the key the `main` session alias stands for.
+    public var mainSessionKey: String?
+    /// The gateway's clock minus connd's, in milliseconds, measured at the handshake (0 when unknown).
+    public var clockOffsetMilliseconds: Int?
+    /// The OpenClaw device id Tether connected as.
+    public var deviceID: String?
+
+    public init(
+        dialect: WireDialect, protocolVersion: Int? = nil, serverVersion: String? = nil, serverConnectionID: String? = nil,
+        uptimeMilliseconds: Int? = nil, tickIntervalMilliseconds: Int? = nil, maximumPayload: Int? = nil, mainSessionKey: String? = nil,
+        clockOffsetMilliseconds: Int? = nil, deviceID: String? = nil
+    ) {
+        self.dialect = dialect
+        self.protocolVersion = protocolVersion
+        self.serverVersion = serverVersion
+        self.serverConnectionID = serverConnectionID
+        self.uptimeMilliseconds = uptimeMilliseconds
+        self.tickIntervalMilliseconds = tickIntervalMilliseconds
+        self.maximumPayload = maximumPayload
+        self.mainSessionKey = mainSessionKey
+        self.clockOffsetMilliseconds = clockOffsetMilliseconds
+        self.deviceID = deviceID
     }
 }
 
@@ -397,6 +465,9 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
         case recoveryAttempted
         case recoverySucceeded
         case recoveryFailed
+        /// OpenClaw: events numbered between two that arrived never came; partial replies are
+        /// dropped and the history looked up.
+        case sequenceGap
     }
 
     public var kind: Kind

@@ -29,7 +29,7 @@ import TetherWire
         mutating func handle(_ event: Machine.Event, at seconds: Double? = nil) -> [Action] {
             if let seconds { now = seconds }
             let actions = machine.handle(event, now: DeliveryStateMachineTests.at(now))
-            if case .connectionUp(let epoch, let id) = event { connections[epoch] = id }
+            if case .connectionUp(let epoch, let id, _) = event { connections[epoch] = id }
             for case .write(let frame) in actions {
                 switch try? WireCodec().decode(frame.text) {
                 case .chatMessage(let envelope)?: written[connections[frame.epoch ?? 0] ?? "?", default: []].append(envelope.payload.id.value)

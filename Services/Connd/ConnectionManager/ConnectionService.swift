@@ -4,6 +4,7 @@ import NIOCore
 import NIOSSL
 import NIOHTTP1
 import NIOWebSocket
+import OpenClawWire
 import Synchronization
 public import ServiceLifecycle
 public import TetherBus
@@ -28,12 +29,30 @@ public struct ConnectionConfiguration: Sendable {
     /// In `failed` for want of a gateway (unreachable, retries exhausted): how often its port
     /// is knocked at, so that a set nobody watches connects again once it is back.
     public var failedKnockInterval: Duration?
+    /// Which dialect to speak; `nil` detects it on each connection (an OpenClaw gateway sends
+    /// `connect.challenge` at once; one that sends nothing within ``autoDetectWait`` is a seed gateway).
+    public var dialect: WireDialect?
+    /// Where the OpenClaw device key and device tokens are kept.
+    public var deviceKeys: DeviceKeyStore
+    /// While a device waits for approval, how often the gateway is asked again.
+    public var pairingCheckInterval: Duration
+
+    /// How long an OpenClaw gateway has to send `connect.challenge` after the upgrade.
+    public static let challengeWait: Duration = .seconds(6)
+    /// How long detection waits for a `connect.challenge` before taking the gateway for a seed one.
+    public static let autoDetectWait: Duration = .seconds(1)
+    /// How long an OpenClaw gateway has to answer `connect` (it gives clients 10 s).
+    public static let handshakeDeadline: Duration = .seconds(10)
 
     public init(
         url: String, credential: CredentialSource, policy: ReconnectPolicy = .default, caFile: String? = nil,
         closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20, upgradeDeadline: Duration = .seconds(5),
-        failedKnockInterval: Duration? = .seconds(30)
+        failedKnockInterval: Duration? = .seconds(30), dialect: WireDialect? = .seed, deviceKeys: DeviceKeyStore = DeviceKeyStore(directory: DeviceKeyStore.defaultDirectory),
+        pairingCheckInterval: Duration = .seconds(5)
     ) {
+        self.dialect = dialect
+        self.deviceKeys = deviceKeys
+        self.pairingCheckInterval = pairingCheckInterval
         self.url = url
         self.credential = credential
         self.policy = policy
@@ -136,6 +155,10 @@ actor ConnectionDriver {
     /// Until when a retry may be hastened by knocking on the gateway's port: the first
     /// minute after the connection was lost or the first attempt failed.
     private var knockUntil: ContinuousClock.Instant?
+    /// What the open connection's gateway said of itself.
+    private var gateway: GatewayInfo?
+    /// The OpenClaw signature to send: v3, or v2 for a gateway that refused v3.
+    private var signatureVersion = DeviceSignedPayload.Version.v3
 
     init(bus: any Bus, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings, phase: ConnectionPhaseBox, logger: Logger) {
         self.bus = bus
@@ -143,7 +166,8 @@ actor ConnectionDriver {
         self.lifecycle = lifecycle
         self.phase = phase
         self.logger = logger
-        self.machine = ConnectionStateMachine(policy: configuration.policy, closeDeadline: configuration.closeDeadline)
+        self.machine = ConnectionStateMachine(
+            policy: configuration.policy, closeDeadline: configuration.closeDeadline, pairingCheckInterval: configuration.pairingCheckInterval)
         self.identity = configuration.credential.identity(url: configuration.url)
     }
 
@@ -362,7 +386,8 @@ actor ConnectionDriver {
             phase: state.phase, url: configuration.url, epoch: machine.epoch,
             connectionID: state == .connected ? "\(instance)-\(machine.epoch)" : nil, attempt: state.attempt,
             nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
-            failure: state.failure, identity: identity, suspendReason: state == .suspended ? suspendReason : nil)
+            failure: state.failure, identity: identity, suspendReason: state == .suspended ? suspendReason : nil,
+            gateway: state == .connected ? gateway : nil)
         do {
             try bus.retain(status, on: .connectionState)
         } catch {
@@ -380,47 +405,126 @@ actor ConnectionDriver {
             attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"), token: nil)
             return
         }
+        let handshake: OpenClawHandshake?
+        do {
+            handshake =
+                configuration.dialect == .seed
+                ? nil : OpenClawHandshake(identity: try configuration.deviceKeys.identity(), signature: signatureVersion, instanceID: String(instance))
+        } catch {
+            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.refused(.gatewayRefused), "\(error)"), token: token)
+            return
+        }
         var headers = HTTPHeaders()
-        headers.add(name: "Authorization", value: "Bearer \(token)")
+        // The seed dialect authenticates on the upgrade; OpenClaw in its connect request.
+        if configuration.dialect != .openclaw { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let heartbeat = configuration.policy.heartbeat
         let bus = self.bus
+        let url = configuration.url
+        let dialect = configuration.dialect
+        let deviceToken = configuration.deviceKeys.deviceToken(url: url)
         let opened = OnceFlag()
         let deadPeer = OnceFlag()
+        let refusal = Mutex<OpenClawHandshake.Outcome?>(nil)
         do {
             let closeFrame = try await GatewaySocket.connect(
-                url: configuration.url, headers: headers, tls: configuration.tlsConfiguration, maximumMessageSize: configuration.maximumFrameSize,
+                url: url, headers: headers, tls: configuration.tlsConfiguration, maximumMessageSize: configuration.maximumFrameSize,
                 deadline: configuration.upgradeDeadline
             ) { connection in
-                guard let epoch = await self.opened(id: id, connection: connection) else { return }
+                var messages = connection.messages.makeAsyncIterator()
+                var info = GatewayInfo(dialect: .seed)
+                var firstFrame: String?
+                if let handshake {
+                    switch await OpenClawConnect.run(
+                        handshake, on: connection, messages: &messages, required: dialect == .openclaw, url: url, token: token, deviceToken: deviceToken)
+                    {
+                    case .seed(let frame):
+                        firstFrame = frame
+                    case .ready(let gateway, let issued):
+                        info = gateway
+                        if let issued, issued != deviceToken { await self.store(deviceToken: issued) }
+                    case .refused(let outcome):
+                        refusal.withLock { $0 = outcome }
+                        return
+                    case .ended:
+                        return
+                    }
+                }
+                guard let epoch = await self.opened(id: id, connection: connection, gateway: info) else { return }
                 opened.set()
+                if let firstFrame { try? bus.publish(WireFrame(epoch: epoch, text: firstFrame), on: .wireInbound) }
                 await withDiscardingTaskGroup { group in
-                    // The heartbeat: a ping each period; one still without its pong when the
-                    // next is due means the gateway stopped answering.
-                    group.addTask {
-                        while (try? await Task.sleep(for: heartbeat)) != nil {
-                            guard (try? await connection.ping()) != false else {
-                                deadPeer.set()
-                                connection.abort()
-                                return
+                    if info.dialect == .openclaw {
+                        // Ticks are the gateway's heartbeat: no frame for two intervals is a dead
+                        // connection. Pings keep the path warm; their pongs count as frames.
+                        let silence = Duration.milliseconds(2 * (info.tickIntervalMilliseconds ?? OpenClawProtocol.defaultTickIntervalMs))
+                        group.addTask {
+                            while (try? await Task.sleep(for: min(heartbeat, .seconds(1)))) != nil {
+                                if ContinuousClock.now - connection.heardAt > silence {
+                                    deadPeer.set()
+                                    connection.abort()
+                                    return
+                                }
+                            }
+                        }
+                        group.addTask {
+                            while (try? await Task.sleep(for: heartbeat)) != nil { _ = try? await connection.ping() }
+                        }
+                    } else {
+                        // The heartbeat: a ping each period; one still without its pong when the
+                        // next is due means the gateway stopped answering.
+                        group.addTask {
+                            while (try? await Task.sleep(for: heartbeat)) != nil {
+                                guard (try? await connection.ping()) != false else {
+                                    deadPeer.set()
+                                    connection.abort()
+                                    return
+                                }
                             }
                         }
                     }
-                    for await text in connection.messages {
+                    while let inbound = await messages.next() {
+                        guard case .text(let text) = inbound else { continue }
                         try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
                     }
                     group.cancelAll()
                 }
             }
+            let silence = (gateway?.tickIntervalMilliseconds).map { "no frame for \(2 * $0 / 1000) s (two tick intervals)" }
             // The gateway's own close comes with a close frame. Without one, the connection
             // died: the gateway went away, or the heartbeat found no pong.
-            let problem: ConnectionProblem =
+            var problem: ConnectionProblem =
                 if let closeFrame {
                     ConnectionProblem(.unreachable, "the gateway closed the connection (\(closeFrame.code)\(closeFrame.reason.map { ": \($0)" } ?? ""))")
                 } else if deadPeer.isSet {
-                    ConnectionProblem(.unreachable, "the gateway answered no ping within \(heartbeat): the connection is dead")
+                    ConnectionProblem(.unreachable, "the gateway went silent (\(silence ?? "no pong within \(heartbeat)")): the connection is dead")
                 } else {
                     ConnectionProblem(.unreachable, "lost the connection to the gateway: it went away")
                 }
+            // A refusal in the handshake, in the answer or in the close frame's reason.
+            var outcome = refusal.withLock { $0 }
+            if outcome == nil, !opened.isSet, let handshake, let reason = closeFrame?.reason, !reason.isEmpty {
+                if case .refused(let refused) = OpenClawHandshake.refusal(
+                    GatewayErrorShape(code: "", message: reason), url: url, deviceID: handshake.identity.deviceID), refused.kind != .refused(.gatewayRefused)
+                {
+                    outcome = .refused(refused)
+                }
+            }
+            switch outcome {
+            case .refused(let refused)?:
+                problem = refused
+            case .deviceTokenRefused(let words)?:
+                configuration.deviceKeys.forgetDeviceToken(url: url)
+                problem = ConnectionProblem(.unavailable(retryAfter: .zero), words)
+            case .signatureRefused(let words)?:
+                if signatureVersion == .v3 {
+                    signatureVersion = .v2
+                    problem = ConnectionProblem(.unavailable(retryAfter: .zero), words + ": trying the v2 signature")
+                } else {
+                    problem = ConnectionProblem(.refused(.gatewayRefused), words)
+                }
+            case .ready?, nil:
+                break
+            }
             attemptEnded(id: id, opened: opened.isSet, problem: problem, token: token)
         } catch {
             let problem = await classify(error, token: token)
@@ -428,11 +532,21 @@ actor ConnectionDriver {
         }
     }
 
+    /// Keeps a device token the gateway issued, as a secret (never published or logged).
+    private func store(deviceToken: String) {
+        do {
+            try configuration.deviceKeys.storeDeviceToken(deviceToken, url: configuration.url)
+        } catch {
+            logger.warning("cannot keep the device token the gateway issued", metadata: ["connection.error": "\(error)"])
+        }
+    }
+
     /// Called from inside the WebSocket handler once connected; the epoch, or nil when the
     /// attempt was abandoned meanwhile.
-    private func opened(id: Int, connection: GatewayConnection) -> Int? {
+    private func opened(id: Int, connection: GatewayConnection, gateway: GatewayInfo) -> Int? {
         guard id == currentAttempt else { return nil }
         self.writer = connection
+        self.gateway = gateway
         knockUntil = nil
         handle(.connectionSucceeded)
         rejectedToken = nil

@@ -9,6 +9,12 @@ public struct ConnectionProblem: Equatable, Sendable {
         case credentialRejected
         /// The TLS handshake failed (an untrusted or mismatched certificate).
         case tls
+        /// OpenClaw: the gateway waits for a person to approve this device.
+        case pairingRequired
+        /// The gateway refused for a reason only a person can change.
+        case refused(ConnectionFailure)
+        /// The gateway is starting and asks to be tried again after this long.
+        case unavailable(retryAfter: Duration)
     }
 
     public var kind: Kind
@@ -99,12 +105,20 @@ public struct ConnectionStateMachine: Sendable {
     public let policy: ReconnectPolicy
     /// How long a graceful close (suspend, stop) may take.
     public let closeDeadline: Duration
+    /// While a device waits for a person to approve it, how often the gateway is asked again.
+    public let pairingCheckInterval: Duration
+    /// In `failed(.pairingRequired)`: an attempt to see whether the device was approved is under way.
+    private var pairingCheckInFlight = false
     private let random: @Sendable () -> Double
 
     /// - Parameter random: a number in -1...1 for each backoff's jitter; tests fix it.
-    public init(policy: ReconnectPolicy, closeDeadline: Duration = .seconds(5), random: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
+    public init(
+        policy: ReconnectPolicy, closeDeadline: Duration = .seconds(5), pairingCheckInterval: Duration = .seconds(5),
+        random: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }
+    ) {
         self.policy = policy
         self.closeDeadline = closeDeadline
+        self.pairingCheckInterval = pairingCheckInterval
         self.random = random
     }
 
@@ -142,6 +156,20 @@ public struct ConnectionStateMachine: Sendable {
             lastProblem = nil
             state = .connected
             return .to()
+
+        // Waiting for a person to approve the device: ask again now and then.
+        case (.failed(.pairingRequired), .retryTimerFired) where !pairingCheckInFlight:
+            pairingCheckInFlight = true
+            return .to(.connect(attempt: 1))
+        case (.failed(.pairingRequired), .connectionSucceeded) where pairingCheckInFlight:
+            pairingCheckInFlight = false
+            epoch += 1
+            lastProblem = nil
+            state = .connected
+            return .to()
+        case (.failed(.pairingRequired), .connectionFailed(let problem)) where pairingCheckInFlight:
+            pairingCheckInFlight = false
+            return attemptFailed(problem, attempt: 1, reconnecting: epoch > 0)
 
         case (.connecting(let attempt, true), .connectionFailed(let problem)):
             return attemptFailed(problem, attempt: attempt, reconnecting: false)
@@ -221,6 +249,20 @@ public struct ConnectionStateMachine: Sendable {
         case .tls:
             state = .failed(.tls)
             return .to()
+        case .refused(let failure):
+            state = .failed(failure)
+            return .to()
+        case .pairingRequired:
+            // Approval is a person's step on the gateway; the device connects once it is done.
+            state = .failed(.pairingRequired)
+            return .to(.scheduleRetry(after: pairingCheckInterval, attempt: 1))
+        case .unavailable(let retryAfter):
+            guard attempt < policy.maxAttempts else {
+                state = .failed(reconnecting ? .retriesExhausted : .unreachable)
+                return .to()
+            }
+            state = reconnecting ? .reconnecting(attempt: attempt + 1, inFlight: false) : .connecting(attempt: attempt + 1, inFlight: false)
+            return .to(.scheduleRetry(after: max(retryAfter, .milliseconds(100)), attempt: attempt + 1))
         case .unreachable:
             guard networkAvailable else {
                 state = .waitingForNetwork
@@ -271,19 +313,22 @@ public struct ConnectionStateMachine: Sendable {
             state = .reconnecting(attempt: 1, inFlight: true)
             return .to(.closeConnection(deadline: nil), .connect(attempt: 1))
         case .failed(let failure) where changed && failure != .credentialRejected:
+            let actions = teardown(graceful: false)
             state = firstAttempt
-            return .to(.connect(attempt: 1))
+            return Transition(accepted: true, actions: actions + [.connect(attempt: 1)])
         default:
             return .to()
         }
     }
 
     /// The actions that end whatever is under way.
-    private func teardown(graceful: Bool) -> [Action] {
-        switch state {
+    private mutating func teardown(graceful: Bool) -> [Action] {
+        defer { pairingCheckInFlight = false }
+        return switch state {
         case .connected: [.closeConnection(deadline: graceful ? closeDeadline : nil)]
         case .connecting(_, true), .reconnecting(_, true): [.cancelAttempt]
         case .connecting(_, false), .reconnecting(_, false): [.cancelRetry]
+        case .failed(.pairingRequired): [pairingCheckInFlight ? .cancelAttempt : .cancelRetry]
         case .disconnected, .suspended, .waitingForNetwork, .failed: []
         }
     }

@@ -143,6 +143,14 @@ enum GatewaySocket {
     }
 }
 
+/// What the session reads from an open connection.
+enum GatewayInbound: Sendable, Equatable {
+    /// A text message from the gateway.
+    case text(String)
+    /// A wake-up the session asked for with ``GatewayConnection/wake(after:)``.
+    case wake
+}
+
 /// An open WebSocket to the gateway: text messages out, pings, the close; read by
 /// ``GatewaySocket``, which hands each text message to the session's `messages`.
 final class GatewayConnection: Sendable {
@@ -150,13 +158,15 @@ final class GatewayConnection: Sendable {
     private let outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>
     private let maximumMessageSize: Int
     private let state = Mutex(State())
-    private let (incoming, incomingContinuation) = AsyncStream<String>.makeStream()
+    private let (incoming, incomingContinuation) = AsyncStream<GatewayInbound>.makeStream()
 
     private struct State {
         /// The data of the ping sent last, until its pong comes.
         var pingAwaitingPong: ByteBuffer?
         /// This side sent a close frame.
         var closing = false
+        /// When the gateway was last heard from: any frame, a pong included.
+        var heardAt = ContinuousClock.now
     }
 
     init(channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>, maximumMessageSize: Int) {
@@ -165,8 +175,21 @@ final class GatewayConnection: Sendable {
         self.maximumMessageSize = maximumMessageSize
     }
 
-    /// The text messages from the gateway, until the connection ends.
-    var messages: AsyncStream<String> { incoming }
+    /// The text messages from the gateway, and the wake-ups asked for, until the connection ends.
+    var messages: AsyncStream<GatewayInbound> { incoming }
+
+    /// When the gateway was last heard from (any frame).
+    var heardAt: ContinuousClock.Instant { state.withLock { $0.heardAt } }
+
+    /// Puts a ``GatewayInbound/wake`` among the messages after `delay`, so that a session
+    /// reading them can give up waiting.
+    func wake(after delay: Duration) {
+        let continuation = incomingContinuation
+        Task {
+            try? await Task.sleep(for: delay)
+            continuation.yield(.wake)
+        }
+    }
 
     /// Writes a text message.
     func write(text: String) async throws {
@@ -227,6 +250,7 @@ final class GatewayConnection: Sendable {
         var message = ByteBuffer()
         var messageIsText: Bool?
         for try await frame in inbound {
+            state.withLock { $0.heardAt = .now }
             switch frame.opcode {
             case .text, .binary, .continuation:
                 if frame.opcode != .continuation { messageIsText = frame.opcode == .text }
@@ -247,7 +271,7 @@ final class GatewayConnection: Sendable {
                     try? await close(.dataInconsistentWithMessage, reason: "text is not UTF-8")
                     throw GatewaySocketError(code: .invalidText)
                 }
-                incomingContinuation.yield(text)
+                incomingContinuation.yield(.text(text))
             case .ping:
                 try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData))
             case .pong:

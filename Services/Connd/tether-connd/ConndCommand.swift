@@ -1,6 +1,7 @@
 import ArgumentParser
 import ConnectionManager
 import Foundation
+import TetherSchema
 import TetherService
 
 @main
@@ -59,6 +60,15 @@ struct ConndCommand: AsyncParsableCommand {
     @Option(help: "Seconds after the last front end left before the connection is suspended; 0 never.")
     var idleSuspend: Double = 30
 
+    @Option(help: "The gateway's dialect: seed, openclaw (protocol 3 and 4), or auto (openclaw when the gateway sends connect.challenge within 1 s of the upgrade).")
+    var dialect = "seed"
+
+    @Option(help: "OpenClaw: where the device key and device tokens are kept (mode 0700; default $XDG_CONFIG_HOME/tether, else ~/.config/tether).")
+    var configDir: String?
+
+    @Option(help: "OpenClaw: seconds between checks whether a device waiting for approval was approved.")
+    var pairingCheck: Double = 5
+
     @Option(help: "Follow the machine's sleep through logind: auto (when logind runs here), off, system, or a D-Bus address.")
     var logind = "auto"
 
@@ -79,6 +89,8 @@ struct ConndCommand: AsyncParsableCommand {
         if let jitter, !(0...1).contains(jitter) { throw ValidationError("--jitter must be between 0 and 1") }
         if let maxAttempts, maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
         guard idleSuspend >= 0 else { throw ValidationError("--idle-suspend must be 0 or more") }
+        guard ["seed", "openclaw", "auto"].contains(dialect) else { throw ValidationError("--dialect must be seed, openclaw or auto") }
+        guard pairingCheck > 0 else { throw ValidationError("--pairing-check must be positive") }
         guard failedKnock >= 0 else { throw ValidationError("--failed-knock must be 0 or more") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read the CA file \(caFile)") }
     }
@@ -106,7 +118,9 @@ struct ConndCommand: AsyncParsableCommand {
         let configuration = ConnectionConfiguration(
             url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)),
             upgradeDeadline: .milliseconds(Int(upgradeDeadline * 1000)),
-            failedKnockInterval: failedKnock > 0 ? .milliseconds(Int(failedKnock * 1000)) : nil)
+            failedKnockInterval: failedKnock > 0 ? .milliseconds(Int(failedKnock * 1000)) : nil,
+            dialect: WireDialect(rawValue: dialect), deviceKeys: DeviceKeyStore(directory: configDir ?? DeviceKeyStore.defaultDirectory),
+            pairingCheckInterval: .milliseconds(Int(pairingCheck * 1000)))
         let lifecycle = LifecycleSettings(
             idleSuspendAfter: idleSuspend > 0 ? .milliseconds(Int(idleSuspend * 1000)) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()

@@ -29,12 +29,15 @@ public struct GatewayConfiguration: Sendable {
     public var faults: GatewayFaults
     /// A certificate chain and private key (PEM files) to serve wss:// and https://.
     public var tls: (certificate: String, key: String)?
+    /// The OpenClaw dialect's settings; nil speaks the seed dialect.
+    public var openClaw: OpenClawGatewaySettings?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8765, token: String, recordPath: String? = nil, portFile: String? = nil,
         botName: String = "Opta", chunkDelay: Duration = .milliseconds(20), faults: GatewayFaults = GatewayFaults(),
-        tls: (certificate: String, key: String)? = nil
+        tls: (certificate: String, key: String)? = nil, openClaw: OpenClawGatewaySettings? = nil
     ) {
+        self.openClaw = openClaw
         self.host = host
         self.port = port
         self.token = token
@@ -61,6 +64,14 @@ public enum DevGateway {
         let conversation = GatewayConversation(bot: bot, record: record, faults: faults, logger: logger)
         let connections = Atomic<Int>(0)
         let token = configuration.token
+        let openClaw = try configuration.openClaw.map { settings in
+            try OpenClawGateway(settings: settings, token: token, bot: bot, record: record, faults: faults, logger: logger)
+        }
+        if let openClaw, let interval = configuration.openClaw?.tickInterval {
+            Task {
+                while (try? await Task.sleep(for: interval)) != nil { await openClaw.tick() }
+            }
+        }
         let authorized: @Sendable (HTTPFields) -> Bool = { headers in
             !faults.current.rejectToken && Self.isAuthorized(headers, token: token)
         }
@@ -87,6 +98,31 @@ public enum DevGateway {
             faults.set(updated)
             context.logger.notice("faults changed", metadata: ["gateway.faults": "\(updated)"])
             return Self.json(try JSONEncoder.gateway.encode(updated))
+        }
+        router.post("/admin/devices/approve") { request, _ -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            guard let openClaw else { return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "pairing is part of the OpenClaw dialect\n"))) }
+            let body = try await request.body.collect(upTo: 4096)
+            guard let requestID = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?["requestId"] else {
+                return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "expected {\"requestId\": \"…\"}\n")))
+            }
+            guard let device = await openClaw.approve(requestID: requestID) else {
+                return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "no pending pairing request \(requestID)\n")))
+            }
+            return Self.json(try JSONEncoder.gateway.encode(["deviceId": device]))
+        }
+        router.get("/admin/devices") { request, _ -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            guard let openClaw else { return Response(status: .notFound) }
+            let (pending, paired) = await openClaw.deviceList()
+            return Self.json(try JSONEncoder.gateway.encode(DeviceListing(pending: pending, paired: paired)))
+        }
+        router.post("/admin/forget-keys") { request, context -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            guard let openClaw else { return Response(status: .notFound) }
+            await openClaw.forgetIdempotencyKeys()
+            context.logger.notice("idempotency keys forgotten")
+            return Response(status: .noContent)
         }
         router.delete("/admin/faults") { request, context -> Response in
             guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
@@ -130,8 +166,38 @@ public enum DevGateway {
             await conversation.detach(link)
             logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
         }
-        let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: 1 << 20))
+        // The OpenClaw dialect: any path upgrades, and auth is in the handshake.
+        let onOpenClawUpgrade: @Sendable (OpenClawGateway, WebSocketInboundStream, WebSocketOutboundWriter, any Channel, Logger) async -> Void = {
+            gateway, inbound, outbound, channel, logger in
+            let connection = connections.wrappingAdd(1, ordering: .relaxed).newValue
+            faults.register(channel)
+            defer { faults.unregister(channel) }
+            let link = OpenClawLink(connection: connection, outbound: outbound, faults: faults)
+            await gateway.opened(link)
+            do {
+                for try await message in inbound.messages(maxSize: configuration.openClaw?.maximumPayload ?? 1 << 20) {
+                    let text: String
+                    switch message {
+                    case .text(let value): text = value
+                    case .binary(let buffer): text = String(buffer: buffer)
+                    }
+                    await gateway.handle(text, from: link)
+                }
+            } catch {
+                logger.info("connection ended", metadata: ["gateway.connection": "\(connection)", "gateway.error": "\(error)"])
+            }
+            await gateway.closed(link)
+            logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
+        }
+        let maximumFrame = configuration.openClaw?.maximumPayload ?? 1 << 20
+        let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: maximumFrame))
         let plainServer = HTTPServerBuilder.http1WebSocketUpgrade(configuration: webSocketConfiguration) { request, channel, _ in
+            if let openClaw {
+                guard !faults.current.refuseConnections else { return .dontUpgrade }
+                return .upgrade([:]) { inbound, outbound, context in
+                    await onOpenClawUpgrade(openClaw, inbound, outbound, channel, context.logger)
+                }
+            }
             guard request.path == webSocketPath, authorized(request.headerFields), !faults.current.refuseConnections else {
                 return .dontUpgrade
             }
@@ -164,6 +230,12 @@ public enum DevGateway {
             },
             logger: logger
         )
+    }
+
+    struct DeviceListing: Encodable {
+        /// Pending pairing requests: request id to device id.
+        var pending: [String: String]
+        var paired: [String]
     }
 
     static func json(_ data: Data) -> Response {

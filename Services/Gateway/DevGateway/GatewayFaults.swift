@@ -42,11 +42,24 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     /// Never send a reply's final chunk (nor the bot's idle after it).
     public var omitFinalChunk = false
 
+    // The OpenClaw dialect's faults.
+
+    /// Drop this fraction (0 to 1) of `chat` deltas to each connection, as a gateway does for a
+    /// slow client (`dropIfSlow`); finals are never dropped.
+    public var dropDeltaFraction = 0.0
+    /// Skip one event sequence number on each connection, once (set it again for another gap).
+    public var skipSequence = false
+    /// Send no `tick` events.
+    public var stopTicking = false
+    /// Ask a person to approve every device not yet paired, loopback ones too.
+    public var requirePairing = false
+
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
         case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk
+        case dropDeltaFraction, skipSequence, stopTicking, requirePairing
     }
 
     /// Reads a full or partial set: absent fields keep `base`'s values.
@@ -77,6 +90,10 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Bool.self, forKey: .reorderChunks) { faults.reorderChunks = value }
         if container.contains(.dropChunkIndex) { faults.dropChunkIndex = try container.decodeIfPresent(Int.self, forKey: .dropChunkIndex) }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .omitFinalChunk) { faults.omitFinalChunk = value }
+        if let value = try container.decodeIfPresent(Double.self, forKey: .dropDeltaFraction) { faults.dropDeltaFraction = min(max(value, 0), 1) }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .skipSequence) { faults.skipSequence = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .stopTicking) { faults.stopTicking = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .requirePairing) { faults.requirePairing = value }
         self = faults
     }
 }

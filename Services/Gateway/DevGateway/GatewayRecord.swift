@@ -54,8 +54,13 @@ actor GatewayRecord {
     /// With `keepingRepeats`, a repeated id is recorded again, as a peer that does not
     /// recognise repeats would take it.
     func add(_ message: ChatMessage, connection: Int, keepingRepeats: Bool = false) -> Bool {
-        guard seenIDs.insert(message.id.value).inserted || keepingRepeats else { return false }
-        let recorded = RecordedMessage(id: message.id.value, content: message.content, receivedAt: Date(), connection: connection)
+        add(id: message.id.value, content: message.content, connection: connection, keepingRepeats: keepingRepeats)
+    }
+
+    /// Records a message by id and text (an OpenClaw `chat.send`: its idempotency key).
+    func add(id: String, content: String, connection: Int, keepingRepeats: Bool = false) -> Bool {
+        guard seenIDs.insert(id).inserted || keepingRepeats else { return false }
+        let recorded = RecordedMessage(id: id, content: content, receivedAt: Date(), connection: connection)
         messages.append(recorded)
         if let file, var line = try? JSONEncoder.gateway.encode(recorded) {
             line.append(0x0A)

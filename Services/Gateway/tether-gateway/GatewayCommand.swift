@@ -1,6 +1,9 @@
 import ArgumentParser
 import DevGateway
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Hummingbird
 import Logging
 import TetherService
@@ -10,11 +13,70 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-gateway",
         abstract: "A development gateway that speaks the Tether wire protocol, with a demo bot.",
+        subcommands: [Serve.self, Approve.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// Approves a device waiting for pairing on a running gateway (OpenClaw dialect).
+struct Approve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Approve a device's pairing request on a running gateway (the OpenClaw dialect).",
+        discussion: "The request id is in the refusal the device got, and in Tether's conn.state words."
+    )
+
+    @Argument(help: "The pairing request's id.")
+    var requestID: String
+
+    @Option(help: "The gateway's address.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The gateway's port.")
+    var port = 8765
+
+    @Option(help: "A file holding the gateway's token (mode 0600). Else $TETHER_GATEWAY_TOKEN.")
+    var tokenFile: String?
+
+    func run() async throws {
+        let token = try SecretFile.token(file: tokenFile, environmentVariable: "TETHER_GATEWAY_TOKEN")
+        var request = URLRequest(url: URL(string: "http://\(host):\(port)/admin/devices/approve")!)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.httpBody = try JSONEncoder().encode(["requestId": requestID])
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let body = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard status == 200 else { throw ValidationError("the gateway refused the approval (HTTP \(status)): \(body)") }
+        print("approved: \(body)")
+    }
+}
+
+/// Runs the gateway.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the gateway (the default).",
         discussion: """
-            Clients connect to ws://HOST:PORT/ws with "Authorization: Bearer TOKEN". Every chat \
-            message received is kept in the record: GET /record (same token) or the --record file.
+            Seed dialect: clients connect to ws://HOST:PORT/ws with "Authorization: Bearer TOKEN". \
+            OpenClaw dialect (--dialect openclaw): any path, the token and a signed device in the \
+            connect request. Every chat message received is kept in the record: GET /record (same \
+            token) or the --record file.
             """
     )
+
+    @Option(help: "The dialect to speak: seed, or openclaw (protocol 3 and 4, see docs/GATEWAY.md).")
+    var dialect = "seed"
+
+    @Option(help: "OpenClaw: the protocol versions to speak, as 3-4, 3 or 4.")
+    var protocols = "3-4"
+
+    @Option(help: "OpenClaw: seconds between ticks.")
+    var tickInterval: Double = 30
+
+    @Option(help: "OpenClaw: keep session transcripts and paired devices in this directory across restarts.")
+    var stateDir: String?
+
+    @Option(help: "OpenClaw: seconds a finished run's idempotency key is remembered.")
+    var dedupeWindow: Double = 300
 
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
@@ -52,7 +114,18 @@ struct GatewayCommand: AsyncParsableCommand {
     @Option(help: "Log level.")
     var logLevel: Logger.Level = .info
 
+    /// The protocol range `--protocols` names.
+    private var protocolRange: ClosedRange<Int>? {
+        let bounds = protocols.split(separator: "-").compactMap { Int($0) }
+        guard bounds.count == (protocols.contains("-") ? 2 : 1), let low = bounds.first, let high = bounds.last, low <= high else { return nil }
+        return low...high
+    }
+
     func validate() throws {
+        guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
+        guard let range = protocolRange, range.lowerBound >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
+        _ = range
+        guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
@@ -74,7 +147,11 @@ struct GatewayCommand: AsyncParsableCommand {
             host: host, port: port, token: token, recordPath: record, portFile: portFile, botName: botName,
             chunkDelay: .milliseconds(chunkDelay),
             faults: initialFaults,
-            tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } })
+            tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } },
+            openClaw: dialect == "openclaw"
+                ? OpenClawGatewaySettings(
+                    protocols: protocolRange ?? 3...4, tickInterval: .milliseconds(Int(tickInterval * 1000)), stateDirectory: stateDir,
+                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000))) : nil)
         let app = try DevGateway.makeApplication(configuration: configuration, logger: Logger(label: "tether-gateway"))
         try await app.runService()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TetherWire
 public import TetherSchema
 
 /// Every conversation change protod publishes, numbered: the revision a subscriber uses to
@@ -59,6 +60,31 @@ public final class ConversationJournal: Sendable {
             }
         }
         return body
+    }
+
+    /// The newest `limit` transcript entries journaled, oldest first, each as last changed
+    /// (delivery updates folded in): what protod knows the transcript holds when it starts.
+    public func recentEntries(limit: Int) throws -> [TranscriptEntry] {
+        let decoder = BusSchema.makeDecoder()
+        let bodies = try database.read { db in
+            try Data.fetchAll(db, sql: "SELECT body FROM change ORDER BY revision DESC LIMIT ?", arguments: [max(0, limit) * 2])
+        }
+        var entries: [MessageID: TranscriptEntry] = [:]
+        var order: [MessageID] = []
+        var statuses: [MessageID: DeliveryStatus] = [:]
+        for body in bodies.reversed() {
+            guard let change = try? decoder.decode(ConversationChange.self, from: body) else { continue }
+            if let entry = change.entry {
+                if entries[entry.id] == nil { order.append(entry.id) }
+                entries[entry.id] = entry
+            }
+            if let delivery = change.delivery { statuses[delivery.id] = delivery.status }
+        }
+        return order.suffix(limit).compactMap { id in
+            guard var entry = entries[id] else { return nil }
+            if let status = statuses[id], status.rank >= entry.status.rank { entry.status = status }
+            return entry
+        }
     }
 
     /// The changes after `revision`, oldest first, at most `limit`.

@@ -1,4 +1,5 @@
 public import Foundation
+public import OpenClawWire
 public import TetherSchema
 public import TetherWire
 
@@ -34,11 +35,22 @@ public struct DeliveryStateMachine: Sendable {
         public var replyStallDeadline: TimeInterval
         /// A growing reply is published at most once per interval (its start and end at once).
         public var streamInterval: TimeInterval
+        /// OpenClaw: the session to chat in; nil or `main` is the gateway's main session.
+        public var sessionKey: String?
+        /// OpenClaw: at most this many messages are written and not yet acknowledged at once,
+        /// so that what a reconnect leaves unknown is always within one history lookup.
+        public var sendWindow: Int
+        /// OpenClaw: how many transcript messages a history lookup asks for.
+        public var historyLimit: Int
 
         public init(
             maximumQueued: Int = 100, expiry: TimeInterval = 3600, probeAfter: TimeInterval = 2, probeDeadline: TimeInterval = 2,
-            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05
+            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05, sessionKey: String? = nil, sendWindow: Int = 32,
+            historyLimit: Int = 100
         ) {
+            self.sessionKey = sessionKey
+            self.sendWindow = max(1, sendWindow)
+            self.historyLimit = min(1000, max(10, historyLimit))
             self.maximumQueued = max(1, maximumQueued)
             self.expiry = expiry
             self.probeAfter = probeAfter
@@ -61,21 +73,24 @@ public struct DeliveryStateMachine: Sendable {
 
     /// What happened.
     public enum Event: Sendable {
-        /// protod started with these messages pending in its outbox and this session saved.
-        case started(pending: [OutboxMessage], session: SessionPoint)
+        /// protod started with these messages pending in its outbox, this session saved, and
+        /// these recent transcript entries journaled (what a history lookup is matched against).
+        case started(pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [])
         /// A message was committed to the outbox (after ``admit(_:now:)`` let it in).
         case accepted(OutboxMessage, fallbackFrom: DeliveryStrategy?)
         /// The user cancels these messages, or every pending one (nil).
         case cancel([String]?)
-        /// connd has a connection open: its epoch and its name, unique across restarts.
-        case connectionUp(epoch: Int, id: String)
+        /// connd has a connection open: its epoch, its name (unique across restarts) and what
+        /// its handshake showed of the gateway (nil: the seed dialect).
+        case connectionUp(epoch: Int, id: String, gateway: GatewayInfo? = nil)
         /// The connection ended, or was never up.
         case connectionDown
         /// connd's subscription to `wire.out` is at the proxy (true) or gone (false): frames
         /// written while it is gone are lost in the bus.
         case wirePath(heard: Bool)
-        /// A frame from the gateway, decoded.
+        /// A frame from the gateway, decoded: the seed dialect's, or OpenClaw's.
         case frame(WireMessage)
+        case openClawFrame(OpenClawFrame)
         /// Time passed; the owner sends one at ``nextDeadline`` at the latest.
         case tick
     }
@@ -172,19 +187,26 @@ public struct DeliveryStateMachine: Sendable {
         var verified = false
         /// A new connection was asked for; nothing more is decided about this one.
         var replacing = false
+        /// The dialect spoken on it, with that dialect's state of the connection.
+        var dialect: ConnectionDialect = .seed
+    }
+
+    enum ConnectionDialect: Sendable, Equatable {
+        case seed
+        case openClaw(OpenClawLink)
     }
 
     public let settings: Settings
     private let codec = WireCodec()
 
-    private var pending: [Pending] = []
-    private var connection: Connection?
-    private var wireHeard = false
+    var pending: [Pending] = []
+    var connection: Connection?
+    var wireHeard = false
     /// When the bus path to connd last dropped: frames written on the connection before it may be lost.
     private var wireLostAt: Date?
     /// Whether the gateway answers `session.resume` (and so replays what was missed and drops
     /// repeated message ids), as learnt on the latest connection that told; nil: not known.
-    public private(set) var gatewayResumes: Bool?
+    public internal(set) var gatewayResumes: Bool?
     private var session = SessionPoint(sessionID: nil, lastSequence: 0)
     private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
     private var sessionSavedAt = Date.distantPast
@@ -196,11 +218,19 @@ public struct DeliveryStateMachine: Sendable {
     /// say what it answers is matched to the first of them.
     private var awaitingReply: [MessageID] = []
     private static let awaitingReplyLimit = 1000
-    private var botName = "Bot"
-    private var botState: BotState = .idle
+    var botName = "Bot"
+    var botState: BotState = .idle
     private var health: HealthMonitor
     private var suggestions = SuggestionBook()
     private var lastSummary: Int?
+    /// OpenClaw: replies being streamed, by run id.
+    var runs: [String: OpenClawRun] = [:]
+    /// OpenClaw: the user messages Tether knows it sent (from the journal and since), oldest
+    /// first, and the transcript's entries by id: what a history answer is matched against.
+    var sentMessages: [HistoryMerge.Sent] = []
+    var knownEntries: [MessageID: (content: String, status: DeliveryStatus)] = [:]
+    var knownOrder: [MessageID] = []
+    static let knownLimit = 2000
 
     public init(settings: Settings = Settings(), now: Date) {
         self.settings = settings
@@ -217,6 +247,11 @@ public struct DeliveryStateMachine: Sendable {
     public var healthState: HealthState { health.state }
     /// Whether a connection is open and frames reach connd.
     public var canWrite: Bool { connection != nil && wireHeard }
+    /// The dialect of the open connection (the seed dialect when none is open).
+    public var dialect: WireDialect {
+        if case .openClaw? = connection?.dialect { return .openclaw }
+        return .seed
+    }
     /// The status of a pending message; nil when it is not pending.
     public func status(of id: String) -> DeliveryStatus? {
         pending.first { $0.id == id }.map { $0.everWritten ? .sent : .queued }
@@ -234,7 +269,9 @@ public struct DeliveryStateMachine: Sendable {
             deadlines.append((stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
         }
         // What the open connection is waiting for, while frames reach it and it is not being replaced.
-        if let connection, wireHeard, !connection.replacing {
+        if let connection, wireHeard, !connection.replacing, case .openClaw(let link) = connection.dialect {
+            deadlines += openClawDeadlines(connection, link)
+        } else if let connection, wireHeard, !connection.replacing {
             if gatewayResumes == nil, let asked = connection.resumeAskedAt {
                 deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
             }
@@ -288,9 +325,10 @@ public struct DeliveryStateMachine: Sendable {
     public mutating func handle(_ event: Event, now: Date) -> [Action] {
         var actions: [Action] = []
         switch event {
-        case .started(let messages, let saved):
+        case .started(let messages, let saved, let recent):
             session = saved
             savedSession = saved
+            for entry in recent { remember(entry) }
             pending = messages.filter { $0.status == .queued || $0.status == .sent }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
             awaitingReply = pending.filter(\.everWritten).map(\.messageID)
             actions.append(.retainHealth(health.report))
@@ -303,9 +341,14 @@ public struct DeliveryStateMachine: Sendable {
                 message.everWritten
                     ? "cancelled: Tether stops waiting for its acknowledgement, but the gateway may already have it" : "cancelled"
             }
-        case .connectionUp(let epoch, let id):
+        case .connectionUp(let epoch, let id, let gateway):
             guard connection?.id != id else { break }
             connectionEnded(now: now, into: &actions)
+            if let gateway, gateway.dialect == .openclaw {
+                connection = Connection(epoch: epoch, id: id, heardAt: now, dialect: .openClaw(OpenClawLink(gateway, requested: settings.sessionKey, now: now)))
+                openClawConnectionUp(now: now, into: &actions)
+                break
+            }
             connection = Connection(epoch: epoch, id: id, heardAt: now)
             // First ask for what the gateway sent while this client could not hear it.
             resumeAfter = session.lastSequence
@@ -320,12 +363,16 @@ public struct DeliveryStateMachine: Sendable {
             }
         case .frame(let message):
             receive(message, now: now, into: &actions)
+        case .openClawFrame(let frame):
+            receive(frame, now: now, into: &actions)
         case .tick:
             break
         }
         expire(now: now, into: &actions)
         decide(now: now, into: &actions)
         publishDueStreams(now: now, into: &actions)
+        publishDueRuns(now: now, into: &actions)
+        for case .publishEntry(let entry) in actions { remember(entry) }
         saveSession(now: now, into: &actions)
         if lastSummary != pending.count {
             lastSummary = pending.count
@@ -385,7 +432,7 @@ public struct DeliveryStateMachine: Sendable {
     }
 
     /// Ends pending messages with a final status: persisted first, then said.
-    private mutating func settle(
+    mutating func settle(
         _ ids: [String], as status: OutboxMessage.Status, into actions: inout [Action], detail: (Pending) -> String
     ) {
         let ending = pending.filter { ids.contains($0.id) }
@@ -411,8 +458,9 @@ public struct DeliveryStateMachine: Sendable {
     // MARK: The connection
 
     private mutating func connectionEnded(now: Date, into actions: inout [Action]) {
-        guard connection != nil else { return }
+        guard let ended = connection else { return }
         connection = nil
+        if case .openClaw = ended.dialect { return openClawConnectionEnded(now: now, into: &actions) }
         // Without a gateway that resumes, what a reply still lacked is gone with the connection.
         guard gatewayResumes != true else { return }
         for id in openStreamsInOrder {
@@ -424,6 +472,7 @@ public struct DeliveryStateMachine: Sendable {
     /// a replacement.
     private mutating func decide(now: Date, into actions: inout [Action]) {
         guard var open = connection, wireHeard, !open.replacing else { return }
+        if case .openClaw = open.dialect { return decideOpenClaw(now: now, into: &actions) }
         if let after = resumeAfter {
             resumeAfter = nil
             open.resumeAskedAt = now
@@ -473,7 +522,7 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Written by a protod that died, or before the bus path to connd dropped: the frame may
     /// never have reached the gateway.
-    private func isUncertain(_ message: Pending) -> Bool {
+    func isUncertain(_ message: Pending) -> Bool {
         if message.restored { return true }
         guard let lost = wireLostAt, let written = message.writtenAt else { return false }
         return written <= lost
@@ -481,12 +530,12 @@ public struct DeliveryStateMachine: Sendable {
 
     /// A frame for connd to write on the connection of `epoch`, from what the codec encoded
     /// (nothing when it could not encode it).
-    private func write(_ encoded: Data?, on epoch: Int, into actions: inout [Action]) {
+    func write(_ encoded: Data?, on epoch: Int, into actions: inout [Action]) {
         guard let encoded else { return }
         actions.append(.write(WireFrame(epoch: epoch, text: String(decoding: encoded, as: UTF8.self))))
     }
 
-    private mutating func replace(reason: String, into actions: inout [Action]) {
+    mutating func replace(reason: String, into actions: inout [Action]) {
         connection?.replacing = true
         actions.append(.reconnect(reason: reason))
     }
@@ -495,16 +544,25 @@ public struct DeliveryStateMachine: Sendable {
     /// written on an earlier connection go again only once this one has shown it is alive
     /// (a pong or any frame), unless the gateway drops repeats: a connection that is as
     /// silent as the last one would only add a copy the gateway may read later.
-    private mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
+    mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
         if !open.verified, gatewayResumes != true, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
             return startProbe(now: now, force: true, into: &actions)
         }
         var written: [String] = []
+        var inFlight = pending.count { $0.writtenOn == open.id }
         for index in pending.indices where pending[index].writtenOn != open.id {
             let message = pending[index]
-            let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
-            guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
-            write(data, on: open.epoch, into: &actions)
+            switch open.dialect {
+            case .seed:
+                let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
+                guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
+                write(data, on: open.epoch, into: &actions)
+            case .openClaw(let link):
+                // The rest waits for acknowledgements to make room in the window.
+                guard inFlight < settings.sendWindow else { continue }
+                inFlight += 1
+                write(link.sendRequest(message), on: open.epoch, into: &actions)
+            }
             written.append(message.id)
             if !message.everWritten {
                 actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .sent)))
@@ -525,7 +583,7 @@ public struct DeliveryStateMachine: Sendable {
     /// An acknowledgement overdue on a live connection is a question about the connection:
     /// it is probed, and the message keeps waiting. One late by its retry policy also counts
     /// against health, once.
-    private mutating func checkOverdue(now: Date, into actions: inout [Action]) {
+    mutating func checkOverdue(now: Date, into actions: inout [Action]) {
         guard let open = connection else { return }
         var probe = false
         for index in pending.indices where pending[index].writtenOn == open.id {
@@ -552,11 +610,19 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Pings the gateway, unless a probe is under way or (unless `force`) the connection was
     /// heard from within `probeAfter` (it is alive).
-    private mutating func startProbe(now: Date, force: Bool = false, into actions: inout [Action]) {
+    mutating func startProbe(now: Date, force: Bool = false, into actions: inout [Action]) {
         guard var open = connection, open.probeDeadline == nil, force || now >= open.heardAt.addingTimeInterval(settings.probeAfter) else { return }
         open.probeDeadline = now.addingTimeInterval(settings.probeDeadline)
-        connection = open
-        write(try? codec.encodePing(sequence: 0, timestamp: now), on: open.epoch, into: &actions)
+        switch open.dialect {
+        case .seed:
+            connection = open
+            write(try? codec.encodePing(sequence: 0, timestamp: now), on: open.epoch, into: &actions)
+        case .openClaw(var link):
+            let request = link.probeRequest()
+            open.dialect = .openClaw(link)
+            connection = open
+            write(request, on: open.epoch, into: &actions)
+        }
     }
 
     // MARK: Frames from the gateway
@@ -607,7 +673,7 @@ public struct DeliveryStateMachine: Sendable {
         }
     }
 
-    private mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action]) {
+    mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action]) {
         guard let message = pending.first(where: { $0.id == ack.messageID.value }) else { return }
         if ack.status.isDelivered {
             pending.removeAll { $0.id == message.id }
@@ -741,13 +807,13 @@ public struct DeliveryStateMachine: Sendable {
 
     // MARK: Health
 
-    private mutating func recordOutcome(success: Bool, now: Date, into actions: inout [Action]) {
+    mutating func recordOutcome(success: Bool, now: Date, into actions: inout [Action]) {
         guard let state = health.record(success: success, now: now) else { return }
         actions.append(.retainHealth(health.report))
         actions.append(.diagnose(DiagnosticEvent(kind: .healthChanged, detail: state.rawValue)))
     }
 
-    private mutating func offer(_ suggestion: RecoverySuggestion, now: Date, into actions: inout [Action]) {
+    mutating func offer(_ suggestion: RecoverySuggestion, now: Date, into actions: inout [Action]) {
         if suggestions.offer(suggestion, now: now) { actions.append(.suggest(suggestion)) }
     }
 

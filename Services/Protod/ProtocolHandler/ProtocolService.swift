@@ -4,6 +4,7 @@ public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
 public import TetherService
+import OpenClawWire
 import TetherWire
 
 /// How protod keeps its outbox.
@@ -102,6 +103,7 @@ actor ProtocolEngine {
     private let logger: Logger
     private let counters: ProgramCounters
     private let codec = WireCodec()
+    private let openClawCodec = OpenClawCodec()
     private var machine: DeliveryStateMachine
     /// An event is being carried out; others wait their turn here.
     private var busy = false
@@ -123,7 +125,8 @@ actor ProtocolEngine {
     func start() async throws {
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
-        await handle(.started(pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence)))
+        let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
+        await handle(.started(pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent))
     }
 
     // MARK: One event at a time
@@ -250,12 +253,21 @@ actor ProtocolEngine {
             guard let status = try? message.decode(ConnectionStatus.self) else { return countMalformed(message) }
             if let suggestion = machine.suggestion(for: status, now: Date()) { publish(suggestion, on: .suggestion) }
             if status.phase == .connected {
-                await handle(.connectionUp(epoch: status.epoch, id: status.connectionID ?? "epoch-\(status.epoch)"))
+                await handle(.connectionUp(epoch: status.epoch, id: status.connectionID ?? "epoch-\(status.epoch)", gateway: status.gateway))
             } else {
                 await handle(.connectionDown)
             }
         case .wireInbound:
             guard let frame = try? message.decode(WireFrame.self) else { return countMalformed(message) }
+            if machine.dialect == .openclaw {
+                do {
+                    await handle(.openClawFrame(try openClawCodec.decode(frame.text)))
+                } catch {
+                    counters.increment(ProtocolCounter.malformedFrames)
+                    logger.warning("dropped a malformed frame from the gateway", metadata: ["wire.error": "\(error)"])
+                }
+                return
+            }
             let decoded: WireMessage
             do {
                 decoded = try codec.decode(frame.text)

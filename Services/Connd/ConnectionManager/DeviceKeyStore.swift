@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Crypto
+import Foundation
+public import OpenClawWire
+import TetherService
+
+/// Where connd keeps its OpenClaw device key and the device tokens gateways issued to it:
+/// files of mode 0600 in a directory of mode 0700 under the user's configuration directory
+/// (`$XDG_CONFIG_HOME/tether`, else `~/.config/tether`). Neither ever goes on the bus, into a
+/// log or into snapd.
+public struct DeviceKeyStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// `$XDG_CONFIG_HOME/tether`, else `$HOME/.config/tether`.
+    public static var defaultDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/tether" }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.config/tether"
+    }
+
+    var keyPath: String { directory + "/openclaw-device.key" }
+
+    /// The file holding the device token one gateway (by URL) issued.
+    func deviceTokenPath(url: String) -> String {
+        let digest = SHA256.hash(data: Data(url.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return directory + "/openclaw-\(digest).device-token"
+    }
+
+    /// The device key, made and stored the first time.
+    public func identity() throws -> DeviceIdentity {
+        if FileManager.default.fileExists(atPath: keyPath) {
+            let encoded = try SecretFile.read(keyPath, kind: "device key file")
+            guard let raw = Base64URL.decode(encoded), let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
+                throw SecretFileError(description: "device key file \(keyPath) does not hold an Ed25519 key; move it away to make a new one (the device then needs approving again)")
+            }
+            return DeviceIdentity(privateKey: key)
+        }
+        try makeDirectory()
+        let identity = DeviceIdentity()
+        try SecretFile.write(Base64URL.encode(identity.privateKey.rawRepresentation), to: keyPath)
+        return identity
+    }
+
+    /// The device token stored for the gateway at `url`, if any.
+    public func deviceToken(url: String) -> String? {
+        try? SecretFile.read(deviceTokenPath(url: url), kind: "device token file")
+    }
+
+    /// Stores the device token a gateway issued (replacing one stored before).
+    public func storeDeviceToken(_ token: String, url: String) throws {
+        try makeDirectory()
+        try SecretFile.write(token, to: deviceTokenPath(url: url))
+    }
+
+    /// Forgets the device token of the gateway at `url` (it was refused).
+    public func forgetDeviceToken(url: String) {
+        unlink(deviceTokenPath(url: url))
+    }
+
+    private func makeDirectory() throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw SecretFileError(description: "\(directory) is not a directory") }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SecretFileError(description: "cannot create \(directory) for the device key: \(error.localizedDescription)")
+        }
+    }
+}

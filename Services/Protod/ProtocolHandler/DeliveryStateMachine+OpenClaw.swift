@@ -1,0 +1,430 @@
+import Foundation
+import OpenClawWire
+import TetherSchema
+import TetherWire
+
+/// An OpenClaw connection as protod knows it: the protocol in use, the session chatted in,
+/// the event counter, and the history lookup under way.
+struct OpenClawLink: Sendable, Equatable {
+    var protocolVersion: Int
+    /// The canonical session key (the `main` alias resolved with the gateway's defaults).
+    var sessionKey: String
+    /// The gateway's clock minus Tether's, in seconds.
+    var clockOffset: TimeInterval
+    /// When the gateway started, by Tether's clock, if it said: a run older than that died with it.
+    var gatewayStartedAt: Date?
+    /// The last event sequence number on this connection.
+    var lastSequence: Int?
+    /// The history lookup under way.
+    var history: HistoryLookup?
+    /// A history lookup answered since the connection began (or since frames may have been lost):
+    /// messages may be written.
+    var recovered = false
+    /// Asked for another lookup once the one under way is answered.
+    var lookupAgain = false
+    private var requests = 0
+
+    struct HistoryLookup: Sendable, Equatable {
+        var id: String
+        var limit: Int
+        var sentAt: Date
+    }
+
+    init(_ gateway: GatewayInfo, requested: String?, now: Date) {
+        protocolVersion = gateway.protocolVersion ?? 3
+        sessionKey = OpenClawProtocol.canonicalSessionKey(requested, mainSessionKey: gateway.mainSessionKey)
+        clockOffset = Double(gateway.clockOffsetMilliseconds ?? 0) / 1000
+        gatewayStartedAt = gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
+    }
+
+    private static let codec = OpenClawCodec()
+
+    /// The id of the `chat.send` request of a message; its answer is matched by it.
+    static func sendRequestID(_ message: String) -> String { "send:" + message }
+
+    /// `chat.send` for a message: its id is the idempotency key, every time it is written.
+    func sendRequest(_ message: DeliveryStateMachine.Pending) -> Data {
+        Data(
+            Self.codec.request(
+                id: Self.sendRequestID(message.id), method: "chat.send",
+                params: ChatSendParams(sessionKey: sessionKey, message: message.content, idempotencyKey: message.id)
+            ).utf8)
+    }
+
+    /// A request any live gateway answers at once: the probe of a quiet connection.
+    mutating func probeRequest() -> Data {
+        requests += 1
+        return Data(Self.codec.request(id: "probe:\(requests)", method: "health", params: [String: String]()).utf8)
+    }
+
+    mutating func historyRequest(limit: Int, now: Date) -> Data {
+        requests += 1
+        let id = "history:\(requests)"
+        history = HistoryLookup(id: id, limit: limit, sentAt: now)
+        return Data(Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit)).utf8)
+    }
+
+    mutating func abortRequest(runID: String?) -> Data {
+        requests += 1
+        return Data(Self.codec.request(id: "abort:\(requests)", method: "chat.abort", params: ChatAbortParams(sessionKey: sessionKey, runId: runID)).utf8)
+    }
+}
+
+/// A reply being streamed on OpenClaw: one run.
+struct OpenClawRun: Sendable, Equatable {
+    /// The message it answers (the run id is that message's id), when it is Tether's.
+    var inReplyTo: MessageID?
+    var startedAt: Date
+    /// The reply so far.
+    var text = ""
+    /// False after frames may have been missed (a gap, a reconnect): a protocol-4 increment
+    /// cannot be appended until a delta with the whole text so far comes.
+    var synced = true
+    var grewAt: Date
+    var publishedAt: Date?
+    var publishedLength = 0
+    var publicationDue = false
+    var updates = 0
+
+    var replyID: MessageID? { inReplyTo.map(HistoryMerge.replyID(of:)) }
+}
+
+extension DeliveryStateMachine {
+    /// What is due on an OpenClaw connection: the history lookup's answer, a probe's, acknowledgements.
+    func openClawDeadlines(_ open: Connection, _ link: OpenClawLink) -> [Date] {
+        var deadlines: [Date] = []
+        if let probe = open.probeDeadline { deadlines.append(probe) }
+        if let lookup = link.history {
+            deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter))
+            deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline))
+        }
+        for message in pending where message.writtenOn == open.id {
+            if let due = message.acknowledgementDue { deadlines.append(due) }
+            if let late = message.lateAt { deadlines.append(late) }
+        }
+        return deadlines
+    }
+
+    mutating func openClawConnectionUp(now: Date, into actions: inout [Action]) {
+        // A gateway that does not replay: frames are never resumed, runs are recovered from history.
+        gatewayResumes = false
+    }
+
+    /// The connection ended: partial replies can no longer be trusted to continue where they
+    /// were (events are not replayed); they wait for the next connection's history lookup.
+    mutating func openClawConnectionEnded(now: Date, into actions: inout [Action]) {
+        for id in runs.keys { runs[id]?.synced = false }
+    }
+
+    mutating func decideOpenClaw(now: Date, into actions: inout [Action]) {
+        guard var open = connection, case .openClaw(var link) = open.dialect else { return }
+        // Frames written before the bus path dropped, or by a protod that died, may not have
+        // arrived: looked up again before anything is written.
+        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
+        if !uncertain.isEmpty {
+            for index in uncertain {
+                pending[index].writtenOn = nil
+                pending[index].restored = false
+            }
+            if link.history == nil { link.recovered = false } else { link.lookupAgain = true }
+        }
+        if !link.recovered, link.history == nil {
+            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+        }
+        if let lookup = link.history {
+            // An answer too large for the bus never arrives while the gateway goes on
+            // answering: ask again for fewer messages.
+            if now >= lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline), open.heardAt > lookup.sentAt {
+                let fewer = max(10, lookup.limit / 4)
+                actions.append(.diagnose(DiagnosticEvent(kind: .probeFailed, detail: "no answer to chat.history (limit \(lookup.limit)): asking for \(fewer)")))
+                write(link.historyRequest(limit: fewer, now: now), on: open.epoch, into: &actions)
+            }
+        }
+        open.dialect = .openClaw(link)
+        connection = open
+        if let lookup = link.history, now >= lookup.sentAt.addingTimeInterval(settings.probeAfter) {
+            startProbe(now: now, into: &actions)
+        }
+        if let deadline = connection?.probeDeadline, now >= deadline {
+            recordOutcome(success: false, now: now, into: &actions)
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(kind: .probeFailed, detail: "the gateway answered no request within \(Self.words(settings.probeDeadline)): connecting again")))
+            return replace(reason: "the gateway answered no request within \(Self.words(settings.probeDeadline))", into: &actions)
+        }
+        guard link.recovered, let current = connection else { return }
+        writeDue(on: current, now: now, into: &actions)
+        checkOverdue(now: now, into: &actions)
+    }
+
+    // MARK: Frames
+
+    mutating func receive(_ frame: OpenClawFrame, now: Date, into actions: inout [Action]) {
+        guard var open = connection, case .openClaw(var link) = open.dialect else { return }
+        open.probeDeadline = nil
+        open.heardAt = now
+        open.verified = true
+        var gap = false
+        if case .event(_, _, let sequence?) = frame {
+            if let last = link.lastSequence, sequence > last + 1 {
+                gap = true
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .sequenceGap, detail: "events \(last + 1)–\(sequence - 1) did not arrive: partial replies dropped, history looked up again")))
+            }
+            link.lastSequence = max(link.lastSequence ?? sequence, sequence)
+        }
+        open.dialect = .openClaw(link)
+        connection = open
+        if gap { lookUpHistory(now: now, into: &actions) }
+        switch frame {
+        case .response(let id, let ok, let payload, let error):
+            if id.hasPrefix("send:") {
+                sendAnswered(String(id.dropFirst("send:".count)), ok: ok, payload: payload, error: error, now: now, into: &actions)
+            } else if link.history?.id == id {
+                historyAnswered(ok ? try? payload?.decode(ChatHistoryResult.self) : nil, error: error, now: now, into: &actions)
+            }
+        case .event(name: "chat", let payload, _):
+            guard let event = try? payload?.decode(ChatEventPayload.self) else { return }
+            chat(event, now: now, into: &actions)
+        case .event, .request:
+            break
+        }
+    }
+
+    /// Partial replies are dropped (what follows them may be missing) and history is looked up.
+    mutating func lookUpHistory(now: Date, into actions: inout [Action]) {
+        guard var open = connection, case .openClaw(var link) = open.dialect else { return }
+        for id in runs.keys { runs[id]?.synced = false }
+        if link.history != nil {
+            link.lookupAgain = true
+        } else {
+            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+        }
+        open.dialect = .openClaw(link)
+        connection = open
+    }
+
+    /// The answer to a `chat.send`: `started`, `in_flight` and a cached answer all say the gateway has it.
+    private mutating func sendAnswered(_ id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
+        let result = try? payload?.decode(ChatSendResult.self)
+        if ok || error?.code == "UNAVAILABLE" && result?.status == "error" {
+            if pending.contains(where: { $0.id == id }), runs[id] == nil, ok, result?.status == "started" || result?.status == "in_flight" {
+                runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now)
+                setBotState(.thinking, now: now, into: &actions)
+            }
+            acknowledged(MessageAck(messageID: MessageID(id), status: .received, serverTimestamp: now), now: now, into: &actions)
+            if !ok {
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .deliveryFailed, messageID: MessageID(id), willRetry: false,
+                            detail: "the gateway has the message, and its run failed: \(result?.summary ?? error?.message ?? "no reason given")")))
+            }
+            return
+        }
+        guard pending.contains(where: { $0.id == id }) else { return }
+        let reason = error.map { "\($0.code) \($0.message)" } ?? "refused without a reason"
+        settle([id], as: .failed, into: &actions) { _ in "the gateway refused the message: \(reason)" }
+        actions.append(.diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
+        recordOutcome(success: false, now: now, into: &actions)
+    }
+
+    // MARK: Replies
+
+    private mutating func chat(_ event: ChatEventPayload, now: Date, into actions: inout [Action]) {
+        guard case .openClaw(let link)? = connection?.dialect else { return }
+        // Another session's events are not this conversation's.
+        if let key = event.sessionKey, key != link.sessionKey { return }
+        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || sentMessages.contains { $0.id.value == event.runId }
+        guard ours else {
+            // A run another client started: its messages come from the history, once it ended.
+            if event.state != .delta { lookUpHistory(now: now, into: &actions) }
+            return
+        }
+        let message = MessageID(event.runId)
+        // A reply shows the gateway has the message: as good as its acknowledgement.
+        if pending.contains(where: { $0.id == event.runId }) {
+            acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now)
+        let replyID = HistoryMerge.replyID(of: message)
+        switch event.state {
+        case .delta:
+            let before = run.text
+            if link.protocolVersion >= 4, let increment = event.deltaText {
+                if event.replace == true {
+                    run.text = increment
+                    run.synced = true
+                } else if run.synced {
+                    run.text += increment
+                } else if let whole = event.message?.text {
+                    run.text = whole
+                    run.synced = true
+                }
+            } else if let whole = event.message?.text, whole.count >= run.text.count || !run.synced {
+                run.text = whole
+                run.synced = true
+            }
+            guard run.text != before else {
+                runs[event.runId] = run
+                return
+            }
+            run.grewAt = now
+            runs[event.runId] = run
+            if knownEntries[replyID]?.status == .received { return }
+            setBotState(.typing, now: now, into: &actions)
+            let due = (run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
+            if due <= now { publishRun(event.runId, isFinal: false, now: now, into: &actions) } else { runs[event.runId]?.publicationDue = true }
+        case .final:
+            run.text = event.message?.text ?? run.text
+            runs[event.runId] = run
+            publishRun(event.runId, isFinal: true, now: now, into: &actions)
+            runs[event.runId] = nil
+            actions.append(
+                .publishEntry(
+                    TranscriptEntry(
+                        id: replyID, sender: .bot(name: botName), content: run.text, timestamp: now, status: .received, inReplyTo: message,
+                        attribution: .gateway)))
+            settleBotState(now: now, into: &actions)
+        case .aborted, .error:
+            runs[event.runId] = nil
+            let why: String =
+                if event.state == .error {
+                    "the gateway reported an error: \(event.errorMessage ?? "no reason given")"
+                } else {
+                    switch event.stopReason {
+                    case "rpc"?: "the reply was stopped (chat.abort)"
+                    case "stop"?: "the reply was stopped (/stop)"
+                    case "timeout"?: "the gateway gave up on the reply (timeout)"
+                    default: "the reply was stopped (\(event.stopReason ?? "aborted"))"
+                    }
+                }
+            actions.append(
+                .publishEntry(
+                    TranscriptEntry(
+                        id: replyID, sender: .bot(name: botName), content: run.text, timestamp: now, status: .incomplete, inReplyTo: message,
+                        attribution: .gateway, detail: why)))
+            settleBotState(now: now, into: &actions, detail: why)
+        }
+    }
+
+    private mutating func publishRun(_ runID: String, isFinal: Bool, now: Date, into actions: inout [Action]) {
+        guard var run = runs[runID], let id = run.replyID else { return }
+        let added = String(decoding: run.text.utf8.dropFirst(run.publishedLength), as: UTF8.self)
+        guard isFinal || run.text.utf8.count != run.publishedLength else { return }
+        actions.append(
+            .publishStream(
+                StreamProgress(
+                    id: id, chunkIndex: run.updates, chunk: run.text.utf8.count >= run.publishedLength ? added : run.text, content: run.text, isFinal: isFinal,
+                    inReplyTo: run.inReplyTo, attribution: .gateway)))
+        run.updates += 1
+        run.publishedAt = now
+        run.publishedLength = run.text.utf8.count
+        run.publicationDue = false
+        runs[runID] = run
+    }
+
+    /// Publishes the growth of replies whose interval ended.
+    mutating func publishDueRuns(now: Date, into actions: inout [Action]) {
+        for (id, run) in runs where run.publicationDue {
+            guard (run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now else { continue }
+            publishRun(id, isFinal: false, now: now, into: &actions)
+        }
+    }
+
+    private mutating func setBotState(_ state: BotState, now: Date, into actions: inout [Action]) {
+        guard botState != state else { return }
+        botState = state
+        actions.append(.retainBotState(BotStateUpdate(state: state, botName: botName, timestamp: now)))
+    }
+
+    /// The bot is idle once no run of Tether's is open.
+    private mutating func settleBotState(now: Date, into actions: inout [Action], detail: String? = nil) {
+        guard runs.isEmpty, botState != .idle else { return }
+        botState = .idle
+        actions.append(.retainBotState(BotStateUpdate(state: .idle, botName: botName, detail: detail.map { "reply incomplete: \($0)" }, timestamp: now)))
+    }
+
+    // MARK: History
+
+    /// A history answer: Tether's messages the gateway has are delivered, the others are
+    /// written again (same idempotency key); entries Tether lacks are published; replies found
+    /// whole close their runs; runs the gateway lost in a restart are incomplete.
+    private mutating func historyAnswered(_ result: ChatHistoryResult?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
+        guard var open = connection, case .openClaw(var link) = open.dialect, let lookup = link.history else { return }
+        link.history = nil
+        guard let result else {
+            // Without history nothing can be confirmed: what is unknown is written again with
+            // its key, which a gateway that still remembers the key drops.
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .deliveryFailed, willRetry: true,
+                        detail: "chat.history failed (\(error.map { "\($0.code) \($0.message)" } ?? "unreadable answer")): unconfirmed messages are sent again with their idempotency key")))
+            link.recovered = true
+            open.dialect = .openClaw(link)
+            connection = open
+            return
+        }
+        let known = knownEntries
+        let merge = HistoryMerge.merge(
+            result.messages, limit: lookup.limit, sent: sentMessages + pending.filter(\.everWritten).map { HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.createdAt) },
+            clockOffset: link.clockOffset, botName: botName, known: { known[$0] })
+        // A message the window may not reach is looked up in a larger one, once.
+        let unsure = pending.filter { message in
+            message.everWritten && !merge.found.contains(message.messageID) && merge.windowStart.map { message.createdAt < $0 } == true
+        }
+        if !unsure.isEmpty, lookup.limit < 1000 {
+            write(link.historyRequest(limit: 1000, now: now), on: open.epoch, into: &actions)
+            open.dialect = .openClaw(link)
+            connection = open
+            return
+        }
+        for id in merge.found where pending.contains(where: { $0.messageID == id }) {
+            acknowledged(MessageAck(messageID: id, status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        for entry in merge.entries { actions.append(.publishEntry(entry)) }
+        // Runs: whole in history, or lost with a gateway that restarted since they began.
+        for (runID, run) in runs {
+            if let owner = run.inReplyTo, merge.replies[owner] != nil {
+                runs[runID] = nil
+            } else if let started = link.gatewayStartedAt, run.startedAt < started {
+                runs[runID] = nil
+                actions.append(
+                    .publishEntry(
+                        TranscriptEntry(
+                            id: run.replyID ?? MessageID(runID), sender: .bot(name: botName), content: run.text, timestamp: now, status: .incomplete,
+                            inReplyTo: run.inReplyTo, attribution: .gateway, detail: "the gateway restarted during the reply: it will not be finished")))
+            }
+        }
+        settleBotState(now: now, into: &actions)
+        link.recovered = true
+        if link.lookupAgain {
+            link.lookupAgain = false
+            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+        }
+        open.dialect = .openClaw(link)
+        connection = open
+    }
+
+    // MARK: What the transcript holds
+
+    /// Remembers a published entry: its content and status, and a user message's text.
+    mutating func remember(_ entry: TranscriptEntry) {
+        if knownEntries[entry.id] == nil {
+            knownOrder.append(entry.id)
+            if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired {
+                sentMessages.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp))
+            }
+        }
+        knownEntries[entry.id] = (entry.content, entry.status)
+        if knownOrder.count > Self.knownLimit {
+            let excess = knownOrder.count - Self.knownLimit
+            for id in knownOrder.prefix(excess) { knownEntries[id] = nil }
+            knownOrder.removeFirst(excess)
+        }
+        if sentMessages.count > Self.knownLimit { sentMessages.removeFirst(sentMessages.count - Self.knownLimit) }
+    }
+}

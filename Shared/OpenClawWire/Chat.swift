@@ -1,0 +1,165 @@
+import Foundation
+
+/// The params of `chat.send`.
+public struct ChatSendParams: Sendable, Hashable, Codable {
+    public var sessionKey: String
+    public var message: String
+    /// Also the run's id: a retry of the same message carries the same key.
+    public var idempotencyKey: String
+
+    public init(sessionKey: String, message: String, idempotencyKey: String) {
+        self.sessionKey = sessionKey
+        self.message = message
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+/// The payload of a `chat.send` response.
+public struct ChatSendResult: Sendable, Hashable, Codable {
+    public var runId: String?
+    /// `started`, `in_flight`, `ok`, `error`; absent on an abort trigger's answer.
+    public var status: String?
+    public var summary: String?
+    public var aborted: Bool?
+
+    public init(runId: String?, status: String?, summary: String? = nil, aborted: Bool? = nil) {
+        self.runId = runId
+        self.status = status
+        self.summary = summary
+        self.aborted = aborted
+    }
+}
+
+/// The params of `chat.history`.
+public struct ChatHistoryParams: Sendable, Hashable, Codable {
+    public var sessionKey: String
+    public var limit: Int?
+
+    public init(sessionKey: String, limit: Int?) {
+        self.sessionKey = sessionKey
+        self.limit = limit
+    }
+}
+
+/// The params of `chat.abort`.
+public struct ChatAbortParams: Sendable, Hashable, Codable {
+    public var sessionKey: String
+    public var runId: String?
+
+    public init(sessionKey: String, runId: String?) {
+        self.sessionKey = sessionKey
+        self.runId = runId
+    }
+}
+
+/// A transcript message as `chat.history` and `chat` events carry it.
+public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
+    public var role: String
+    /// A string, or blocks such as `{type:"text", text}`.
+    public var content: JSONValue?
+    /// Milliseconds since 1970, by the gateway's clock.
+    public var timestamp: Int?
+    public var stopReason: String?
+
+    public init(role: String, text: String, timestamp: Int?, stopReason: String? = nil) {
+        self.role = role
+        self.content = .array([.object(["type": .string("text"), "text": .string(text)])])
+        self.timestamp = timestamp
+        self.stopReason = stopReason
+    }
+
+    /// The text it holds: the string, or its text blocks joined; other blocks (thinking,
+    /// tool calls, images) are not text.
+    public var text: String {
+        switch content {
+        case .string(let text)?: return text
+        case .array(let blocks)?:
+            return blocks.compactMap { block in block["type"]?.stringValue == "text" ? block["text"]?.stringValue : nil }.joined(separator: "\n")
+        default: return ""
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case role, content, timestamp, stopReason
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        role = try container.decode(String.self, forKey: .role)
+        content = try container.decodeIfPresent(JSONValue.self, forKey: .content)
+        // Some releases write fractional or string times; a time that cannot be read is left out.
+        timestamp = (try? container.decodeIfPresent(JSONValue.self, forKey: .timestamp))??.intValue
+        stopReason = try? container.decodeIfPresent(String.self, forKey: .stopReason)
+    }
+}
+
+/// The result of `chat.history`.
+public struct ChatHistoryResult: Sendable, Hashable, Codable {
+    public var sessionKey: String?
+    public var sessionId: String?
+    public var messages: [ChatTranscriptMessage]
+
+    public init(sessionKey: String?, sessionId: String?, messages: [ChatTranscriptMessage]) {
+        self.sessionKey = sessionKey
+        self.sessionId = sessionId
+        self.messages = messages
+    }
+}
+
+/// The payload of a `chat` event: one step of a run's reply.
+public struct ChatEventPayload: Sendable, Hashable, Codable {
+    public enum State: String, Sendable, Hashable, Codable {
+        case delta, final, aborted, error
+    }
+
+    /// The `idempotencyKey` of the `chat.send` that started the run.
+    public var runId: String
+    public var sessionKey: String?
+    /// The run's own counter (with holes); gaps are found on the frame's `seq` instead.
+    public var seq: Int?
+    public var state: State
+    /// On a delta, the text so far (protocol 3 and 4); on a final, the whole reply.
+    public var message: ChatTranscriptMessage?
+    /// Protocol 4: the increment of a delta.
+    public var deltaText: String?
+    /// Protocol 4: the buffer starts again with this delta.
+    public var replace: Bool?
+    public var errorMessage: String?
+    public var stopReason: String?
+
+    public init(
+        runId: String, sessionKey: String?, seq: Int?, state: State, message: ChatTranscriptMessage? = nil, deltaText: String? = nil,
+        replace: Bool? = nil, errorMessage: String? = nil, stopReason: String? = nil
+    ) {
+        self.runId = runId
+        self.sessionKey = sessionKey
+        self.seq = seq
+        self.state = state
+        self.message = message
+        self.deltaText = deltaText
+        self.replace = replace
+        self.errorMessage = errorMessage
+        self.stopReason = stopReason
+    }
+}
+
+/// The result of `sessions.list`, as far as Tether shows it.
+public struct SessionsListResult: Sendable, Hashable, Codable {
+    public struct Session: Sendable, Hashable, Codable {
+        public var key: String
+        public var displayName: String?
+        public var updatedAt: Int?
+
+        public init(key: String, displayName: String?, updatedAt: Int?) {
+            self.key = key
+            self.displayName = displayName
+            self.updatedAt = updatedAt
+        }
+    }
+
+    public var sessions: [Session]
+
+    public init(sessions: [Session]) {
+        self.sessions = sessions
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+
+/// The `connect.challenge` event's payload: the nonce to sign, and the gateway's clock.
+public struct ConnectChallenge: Sendable, Hashable, Codable {
+    public var nonce: String
+    /// The gateway's time in milliseconds since 1970.
+    public var ts: Int?
+
+    public init(nonce: String, ts: Int?) {
+        self.nonce = nonce
+        self.ts = ts
+    }
+}
+
+/// The params of the `connect` request, the first frame a client sends.
+public struct ConnectParams: Sendable, Hashable, Codable {
+    public struct Client: Sendable, Hashable, Codable {
+        public var id: String
+        public var displayName: String?
+        public var version: String
+        public var platform: String
+        public var deviceFamily: String?
+        public var mode: String
+        public var instanceId: String?
+
+        public init(
+            id: String, displayName: String? = nil, version: String, platform: String, deviceFamily: String? = nil, mode: String,
+            instanceId: String? = nil
+        ) {
+            self.id = id
+            self.displayName = displayName
+            self.version = version
+            self.platform = platform
+            self.deviceFamily = deviceFamily
+            self.mode = mode
+            self.instanceId = instanceId
+        }
+    }
+
+    public struct Auth: Sendable, Hashable, Codable {
+        public var token: String?
+        public var deviceToken: String?
+
+        public init(token: String? = nil, deviceToken: String? = nil) {
+            self.token = token
+            self.deviceToken = deviceToken
+        }
+    }
+
+    public struct Device: Sendable, Hashable, Codable {
+        /// SHA-256 of the raw public key, lowercase hex.
+        public var id: String
+        /// The raw 32-byte Ed25519 public key, base64url.
+        public var publicKey: String
+        /// The Ed25519 signature of the signed string, base64url.
+        public var signature: String
+        /// When it was signed, milliseconds since 1970.
+        public var signedAt: Int
+        /// The challenge's nonce.
+        public var nonce: String?
+
+        public init(id: String, publicKey: String, signature: String, signedAt: Int, nonce: String?) {
+            self.id = id
+            self.publicKey = publicKey
+            self.signature = signature
+            self.signedAt = signedAt
+            self.nonce = nonce
+        }
+    }
+
+    public var minProtocol: Int
+    public var maxProtocol: Int
+    public var client: Client
+    public var role: String
+    public var scopes: [String]
+    public var caps: [String]
+    public var auth: Auth?
+    public var device: Device?
+    public var locale: String?
+    public var userAgent: String?
+
+    public init(
+        minProtocol: Int, maxProtocol: Int, client: Client, role: String, scopes: [String], caps: [String] = [], auth: Auth?, device: Device?,
+        locale: String? = nil, userAgent: String? = nil
+    ) {
+        self.minProtocol = minProtocol
+        self.maxProtocol = maxProtocol
+        self.client = client
+        self.role = role
+        self.scopes = scopes
+        self.caps = caps
+        self.auth = auth
+        self.device = device
+        self.locale = locale
+        self.userAgent = userAgent
+    }
+}
+
+/// The payload of a successful `connect` response, as far as a chat client reads it.
+public struct HelloOk: Sendable, Hashable, Codable {
+    public struct Server: Sendable, Hashable, Codable {
+        public var version: String?
+        public var connId: String?
+
+        public init(version: String?, connId: String?) {
+            self.version = version
+            self.connId = connId
+        }
+    }
+
+    public struct Features: Sendable, Hashable, Codable {
+        public var methods: [String]?
+        public var events: [String]?
+
+        public init(methods: [String]?, events: [String]?) {
+            self.methods = methods
+            self.events = events
+        }
+    }
+
+    public struct SessionDefaults: Sendable, Hashable, Codable {
+        public var defaultAgentId: String?
+        public var mainKey: String?
+        public var mainSessionKey: String?
+        public var scope: String?
+
+        public init(defaultAgentId: String?, mainKey: String?, mainSessionKey: String?, scope: String?) {
+            self.defaultAgentId = defaultAgentId
+            self.mainKey = mainKey
+            self.mainSessionKey = mainSessionKey
+            self.scope = scope
+        }
+    }
+
+    public struct Snapshot: Sendable, Hashable, Codable {
+        public var uptimeMs: Int?
+        public var sessionDefaults: SessionDefaults?
+
+        public init(uptimeMs: Int?, sessionDefaults: SessionDefaults?) {
+            self.uptimeMs = uptimeMs
+            self.sessionDefaults = sessionDefaults
+        }
+    }
+
+    public struct Auth: Sendable, Hashable, Codable {
+        public var deviceToken: String?
+        public var role: String?
+        public var scopes: [String]?
+        public var issuedAtMs: Int?
+
+        public init(deviceToken: String?, role: String?, scopes: [String]?, issuedAtMs: Int?) {
+            self.deviceToken = deviceToken
+            self.role = role
+            self.scopes = scopes
+            self.issuedAtMs = issuedAtMs
+        }
+    }
+
+    public struct Policy: Sendable, Hashable, Codable {
+        public var maxPayload: Int?
+        public var maxBufferedBytes: Int?
+        public var tickIntervalMs: Int?
+
+        public init(maxPayload: Int?, maxBufferedBytes: Int?, tickIntervalMs: Int?) {
+            self.maxPayload = maxPayload
+            self.maxBufferedBytes = maxBufferedBytes
+            self.tickIntervalMs = tickIntervalMs
+        }
+    }
+
+    public var type: String?
+    public var `protocol`: Int
+    public var server: Server?
+    public var features: Features?
+    public var snapshot: Snapshot?
+    public var auth: Auth?
+    public var policy: Policy?
+
+    public init(
+        protocol: Int, server: Server?, features: Features?, snapshot: Snapshot?, auth: Auth?, policy: Policy?
+    ) {
+        self.type = "hello-ok"
+        self.protocol = `protocol`
+        self.server = server
+        self.features = features
+        self.snapshot = snapshot
+        self.auth = auth
+        self.policy = policy
+    }
+}
+
+/// The protocol facts a chat client builds on.
+public enum OpenClawProtocol {
+    /// The protocol versions Tether offers: 3 and 4; the gateway's `hello-ok` says which it uses.
+    public static let minimumVersion = 3
+    public static let maximumVersion = 4
+    /// The scopes a chat client needs: history, health and sessions (read), sending and aborting (write).
+    public static let chatScopes = ["operator.read", "operator.write"]
+    /// Who Tether is: a native command-line operator client (no browser origin check applies).
+    public static let clientID = "cli"
+    public static let clientMode = "cli"
+    public static let role = "operator"
+    public static let platform = "linux"
+    public static let deviceFamily = "desktop"
+    /// The tick interval when `hello-ok` names none.
+    public static let defaultTickIntervalMs = 30_000
+    /// The session alias the official clients rewrite to `sessionDefaults.mainSessionKey`.
+    public static let mainSessionAlias = "main"
+
+    /// The session key to send: the `main` alias (or nothing) becomes the gateway's main
+    /// session key, as the official clients canonicalise it; any other key is sent as given.
+    public static func canonicalSessionKey(_ requested: String?, mainSessionKey: String?) -> String {
+        let requested = requested?.trimmingCharacters(in: .whitespaces) ?? ""
+        if requested.isEmpty || requested == mainSessionAlias { return mainSessionKey ?? "agent:main:main" }
+        return requested
+    }
+}
