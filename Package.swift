@@ -212,7 +212,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "TetherWireTests",
-                dependencies: ["TetherWire", "OpenClawWire"],
+                dependencies: ["TetherWire", "OpenClawWire", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Tests/TetherWireTests",
                 swiftSettings: swiftSettings
             ),

@@ -468,6 +468,9 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
         /// OpenClaw: events numbered between two that arrived never came; partial replies are
         /// dropped and the history looked up.
         case sequenceGap
+        /// OpenClaw: a history lookup settled messages written and not acknowledged: `count`
+        /// were in the gateway's transcript (delivered), the rest are written again.
+        case historyChecked
     }
 
     public var kind: Kind

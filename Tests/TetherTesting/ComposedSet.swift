@@ -22,7 +22,10 @@ public final class ComposedSet {
             namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)
         supervisor = try ChildProcess(
             executable, fullArguments,
-            environment: ["TETHER_IDLE_SUSPEND": "0"].merging(environment) { $1 }.merging(["TETHER_GATEWAY_PORT": "\(port)"]) { $1 },
+            // The OpenClaw device key and tokens go to the test's own configuration directory.
+            environment: ["TETHER_IDLE_SUSPEND": "0", "XDG_CONFIG_HOME": run.path + "/config"].merging(environment) { $1 }.merging([
+                "TETHER_GATEWAY_PORT": "\(port)"
+            ]) { $1 },
             outputDirectory: run.path, name: "compose")
         let ready = await eventually(timeout: .seconds(30)) {
             guard let state = self.state() else { return false }
@@ -122,6 +125,27 @@ extension ComposedSet {
         guard let pid = pid(of: name) else { throw TestFailure("\(name) is not running") }
         kill(pid, SIGKILL)
         return await awaitRestart(of: name, replacing: pid)
+    }
+
+    /// OpenClaw: the development gateway's transcript of a session, from its state directory.
+    public func openClawTranscript(session: String = "agent:main:main") -> [(role: String, text: String)] {
+        let name = Data(session.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let text = (try? String(contentsOfFile: run.path + "/gateway-state/session-\(name).jsonl", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let role = object["role"] as? String else { return nil }
+            let blocks = object["content"] as? [[String: Any]] ?? []
+            return (role, blocks.compactMap { $0["text"] as? String }.joined(separator: "\n"))
+        }
+    }
+
+    /// OpenClaw: approves a pairing request with `tether-gateway approve`.
+    public func approve(_ requestID: String) throws -> ChildProcess {
+        let process = try ChildProcess(
+            Programs.path("tether-gateway"), ["approve", requestID, "--port", "\(port)", "--token-file", run.path + "/gateway.token"],
+            outputDirectory: run.path, name: "approve")
+        _ = try process.waitForExit(timeout: .seconds(15))
+        return process
     }
 
     /// A program's log so far.

@@ -370,11 +370,14 @@ extension DeliveryStateMachine {
         }
         let known = knownEntries
         let merge = HistoryMerge.merge(
-            result.messages, limit: lookup.limit, sent: sentMessages + pending.filter(\.everWritten).map { HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.createdAt) },
+            result.messages, limit: lookup.limit,
+            sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } } + pending.filter(\.everWritten).map {
+                HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
+            },
             clockOffset: link.clockOffset, botName: botName, known: { known[$0] })
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
-            message.everWritten && !merge.found.contains(message.messageID) && merge.windowStart.map { message.createdAt < $0 } == true
+            message.everWritten && !merge.found.contains(message.messageID) && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
         }
         if !unsure.isEmpty, lookup.limit < 1000 {
             write(link.historyRequest(limit: 1000, now: now), on: open.epoch, into: &actions)
@@ -382,8 +385,17 @@ extension DeliveryStateMachine {
             connection = open
             return
         }
-        for id in merge.found where pending.contains(where: { $0.messageID == id }) {
+        let unknown = pending.filter { $0.everWritten && $0.writtenOn != open.id }.map(\.messageID)
+        let confirmed = unknown.filter { merge.found.contains($0) }
+        for id in confirmed {
             acknowledged(MessageAck(messageID: id, status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        if !unknown.isEmpty {
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .historyChecked, count: confirmed.count,
+                        detail: "\(confirmed.count) of \(unknown.count) unacknowledged messages are in the gateway's history; \(unknown.count - confirmed.count) are written again with their idempotency key")))
         }
         for entry in merge.entries { actions.append(.publishEntry(entry)) }
         // Runs: whole in history, or lost with a gateway that restarted since they began.

@@ -144,6 +144,8 @@ public struct DeliveryStateMachine: Sendable {
         /// The connection it was last written to, and when.
         var writtenOn: String?
         var writtenAt: Date?
+        /// When it was first written: the gateway cannot have it from before.
+        var firstWrittenAt: Date?
         /// When its acknowledgement is overdue on the connection it was written to: the
         /// connection is probed then.
         var acknowledgementDue: Date?
@@ -398,7 +400,8 @@ public struct DeliveryStateMachine: Sendable {
             id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
             strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy,
             everWritten: message.status == .sent, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
-            restored: message.status == .sent)
+            // Written by an earlier protod: when first is not kept, so no later than it was made.
+            firstWrittenAt: message.status == .sent ? message.createdAt : nil, restored: message.status == .sent)
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the
@@ -568,6 +571,7 @@ public struct DeliveryStateMachine: Sendable {
                 actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .sent)))
                 awaitingReply.append(message.messageID)
             }
+            if !pending[index].everWritten { pending[index].firstWrittenAt = now }
             pending[index].everWritten = true
             pending[index].writtenOn = open.id
             pending[index].writtenAt = now

@@ -234,6 +234,16 @@ actor OpenClawGateway {
         switch method {
         case "chat.send":
             answer = await send(params, on: link)
+            let delay = faults.current.acknowledgementDelayMilliseconds
+            if delay > 0 {
+                // The run has started; only its answer is late.
+                let text = codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error))
+                Task {
+                    try? await Task.sleep(for: .milliseconds(delay))
+                    try? await link.write(text)
+                }
+                return
+            }
         case "chat.history":
             guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
             guard let params = try? params?.decode(ChatHistoryParams.self) else { return await reply(id, Self.invalid("invalid chat.history params"), on: link) }

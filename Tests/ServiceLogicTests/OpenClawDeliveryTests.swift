@@ -1,0 +1,396 @@
+import Foundation
+import OpenClawWire
+import ProtocolHandler
+import Testing
+import TetherSchema
+import TetherWire
+
+/// protod's decisions on an OpenClaw connection, event by event, with time passed in.
+@Suite struct OpenClawDeliveryTests {
+    typealias Machine = DeliveryStateMachine
+    typealias Action = Machine.Action
+
+    static let t0 = DeliveryStateMachineTests.t0
+    static func at(_ seconds: Double) -> Date { t0.addingTimeInterval(seconds) }
+    static func milliseconds(_ seconds: Double) -> Int { Int((at(seconds).timeIntervalSince1970 * 1000).rounded()) }
+
+    /// A machine, and the requests it wrote on each connection.
+    struct Driver {
+        var machine: Machine
+        var now = 0.0
+        var nextSequence = 1
+        var connections: [Int: String] = [:]
+        /// Requests written, by connection name: (id, method, params).
+        var requests: [String: [(id: String, method: String, params: JSONValue?)]] = [:]
+        var log: [Action] = []
+        var eventSequence: [String: Int] = [:]
+        let codec = OpenClawCodec()
+
+        init(settings: Machine.Settings = Machine.Settings(probeAfter: 2, probeDeadline: 2, streamInterval: 0)) {
+            machine = Machine(settings: settings, now: OpenClawDeliveryTests.t0)
+        }
+
+        @discardableResult
+        mutating func handle(_ event: Machine.Event, at seconds: Double? = nil) -> [Action] {
+            if let seconds { now = seconds }
+            let actions = machine.handle(event, now: OpenClawDeliveryTests.at(now))
+            if case .connectionUp(let epoch, let id, _) = event { connections[epoch] = id }
+            for case .write(let frame) in actions {
+                guard case .request(let id, let method, let params)? = try? codec.decode(frame.text) else { continue }
+                requests[connections[frame.epoch ?? 0] ?? "?", default: []].append((id, method, params))
+            }
+            log += actions
+            return actions
+        }
+
+        @discardableResult
+        mutating func send(_ id: String, content: String? = nil) -> [Action] {
+            let request = SendMessageCommand.Request(id: MessageID(id), content: content ?? "text of \(id)")
+            guard case .commit = machine.admit(request, now: OpenClawDeliveryTests.at(now)) else { return [] }
+            var message = DeliveryStateMachineTests.outboxMessage(id, sequence: nextSequence, createdAt: now)
+            message.content = request.content
+            nextSequence += 1
+            return handle(.accepted(message, fallbackFrom: nil))
+        }
+
+        /// Opens an OpenClaw connection; `uptime` is how long the gateway has been running.
+        mutating func connect(_ name: String, epoch: Int, protocolVersion: Int = 4, uptime: Double = 1000, at seconds: Double? = nil) {
+            if let seconds { now = seconds }
+            let gateway = GatewayInfo(
+                dialect: .openclaw, protocolVersion: protocolVersion, uptimeMilliseconds: Int(uptime * 1000), tickIntervalMilliseconds: 30000,
+                mainSessionKey: "agent:main:main", clockOffsetMilliseconds: 0)
+            handle(.connectionUp(epoch: epoch, id: name, gateway: gateway))
+            handle(.wirePath(heard: true))
+        }
+
+        /// The gateway's response to a request.
+        @discardableResult
+        mutating func respond(_ id: String, ok: Bool = true, _ payload: JSONValue? = nil, error: GatewayErrorShape? = nil, at seconds: Double? = nil) -> [Action] {
+            handle(.openClawFrame(.response(id: id, ok: ok, payload: payload, error: error)), at: seconds)
+        }
+
+        /// An event on connection `name`, numbered in order unless `sequence` says otherwise.
+        @discardableResult
+        mutating func event(_ name: String, _ payload: JSONValue?, on connection: String, sequence: Int? = nil, at seconds: Double? = nil) -> [Action] {
+            let next = sequence ?? (eventSequence[connection] ?? 0) + 1
+            eventSequence[connection] = next
+            return handle(.openClawFrame(.event(name: name, payload: payload, seq: next)), at: seconds)
+        }
+
+        mutating func chat(_ payload: ChatEventPayload, on connection: String, sequence: Int? = nil) {
+            event("chat", try? JSONValue(encoding: payload), on: connection, sequence: sequence)
+        }
+
+        /// Answers the last history lookup on `connection` with `messages`.
+        mutating func history(_ messages: [ChatTranscriptMessage], on connection: String, at seconds: Double? = nil) {
+            guard let lookup = requests[connection]?.last(where: { $0.method == "chat.history" }) else {
+                Issue.record("no history lookup on \(connection)")
+                return
+            }
+            respond(lookup.id, try? JSONValue(encoding: ChatHistoryResult(sessionKey: "agent:main:main", sessionId: "s", messages: messages)), at: seconds)
+        }
+
+        func sent(on connection: String) -> [String] {
+            (requests[connection] ?? []).filter { $0.method == "chat.send" }.compactMap { $0.params?["idempotencyKey"]?.stringValue }
+        }
+
+        func lookups(on connection: String) -> Int { (requests[connection] ?? []).count { $0.method == "chat.history" } }
+
+        func deliveries(of id: String) -> [DeliveryStatus] {
+            log.compactMap { if case .publishDelivery(let update) = $0, update.id.value == id { update.status } else { nil } }
+        }
+
+        func entries(where predicate: (TranscriptEntry) -> Bool = { _ in true }) -> [TranscriptEntry] {
+            log.compactMap { if case .publishEntry(let entry) = $0, predicate(entry) { entry } else { nil } }
+        }
+
+        var botStates: [BotState] { log.compactMap { if case .retainBotState(let state) = $0 { state.state } else { nil } } }
+    }
+
+    static func user(_ text: String, at seconds: Double) -> ChatTranscriptMessage {
+        ChatTranscriptMessage(role: "user", text: text, timestamp: milliseconds(seconds))
+    }
+
+    static func assistant(_ text: String, at seconds: Double) -> ChatTranscriptMessage {
+        ChatTranscriptMessage(role: "assistant", text: text, timestamp: milliseconds(seconds))
+    }
+
+    static let started = try? JSONValue(encoding: ChatSendResult(runId: nil, status: "started"))
+
+    static func delta(_ run: String, text: String, increment: String? = nil, replace: Bool? = nil, session: String = "agent:main:main") -> ChatEventPayload {
+        ChatEventPayload(
+            runId: run, sessionKey: session, seq: nil, state: .delta, message: ChatTranscriptMessage(role: "assistant", text: text, timestamp: nil),
+            deltaText: increment, replace: replace)
+    }
+
+    static func final(_ run: String, text: String, session: String = "agent:main:main") -> ChatEventPayload {
+        ChatEventPayload(runId: run, sessionKey: session, seq: nil, state: .final, message: ChatTranscriptMessage(role: "assistant", text: text, timestamp: nil))
+    }
+
+    @Test func nothingIsWrittenBeforeTheHistoryLookupThenChatSendCarriesTheMessageIDAsItsKey() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        #expect(driver.lookups(on: "c1") == 1)
+        driver.send("m1")
+        #expect(driver.sent(on: "c1").isEmpty, "written before the lookup was answered")
+        driver.history([], on: "c1")
+        #expect(driver.sent(on: "c1") == ["m1"])
+        let request = try #require(driver.requests["c1"]?.first { $0.method == "chat.send" })
+        #expect(request.params?["sessionKey"]?.stringValue == "agent:main:main")
+        #expect(request.params?["message"]?.stringValue == "text of m1")
+        #expect(driver.deliveries(of: "m1") == [.queued, .sent])
+        driver.respond(request.id, Self.started)
+        #expect(driver.deliveries(of: "m1").last == .delivered)
+        #expect(driver.botStates.last == .thinking)
+        #expect(driver.machine.pendingCount == 0)
+    }
+
+    @Test(arguments: [3, 4]) func deltasMakeTheReplyAndTheFinalIsWholeAndNamesItsMessage(protocolVersion: Int) throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, protocolVersion: protocolVersion)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.chat(Self.delta("m1", text: "Hel", increment: "Hel"), on: "c1")
+        driver.chat(Self.delta("m1", text: "Hello", increment: "lo"), on: "c1")
+        driver.chat(Self.delta("m1", text: "Hello wor", increment: " wor"), on: "c1")
+        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }
+        #expect(streamed == ["Hel", "Hello", "Hello wor"])
+        if protocolVersion == 4 {
+            driver.chat(Self.delta("m1", text: "Goodbye", increment: "Good", replace: true), on: "c1")
+            let last = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }.last
+            #expect(last == "Good", "replace starts the reply again from this delta")
+        }
+        driver.chat(Self.final("m1", text: "Hello world"), on: "c1")
+        let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
+        #expect(reply.content == "Hello world" && reply.status == .received && reply.inReplyTo == MessageID("m1") && reply.attribution == .gateway)
+        #expect(driver.botStates.last == .idle)
+    }
+
+    @Test func aMessageWhoseFateIsUnknownIsLookedUpFoundAndNotWrittenAgain() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        #expect(driver.sent(on: "c1") == ["m1"])
+        // The connection drops before the answer.
+        driver.handle(.connectionDown, at: 1)
+        driver.connect("c2", epoch: 2, at: 3)
+        #expect(driver.sent(on: "c2").isEmpty)
+        driver.history([Self.user("text of m1", at: 0.2), Self.assistant("You said: text of m1", at: 0.5)], on: "c2")
+        #expect(driver.sent(on: "c2").isEmpty, "written again though the gateway has it")
+        #expect(driver.deliveries(of: "m1").last == .delivered)
+        let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
+        #expect(reply.content == "You said: text of m1" && reply.inReplyTo == MessageID("m1"))
+        // The user's own message is not published again under another id.
+        #expect(driver.entries { $0.sender == .user && $0.id.value != "m1" }.isEmpty)
+    }
+
+    @Test func aMessageTheGatewayDoesNotHaveIsWrittenAgainWithTheSameKey() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.send("m2")
+        driver.handle(.connectionDown, at: 1)
+        driver.connect("c2", epoch: 2, uptime: 0.5, at: 3)
+        // The gateway restarted and had only m1.
+        driver.history([Self.user("text of m1", at: 0.1)], on: "c2")
+        #expect(driver.sent(on: "c2") == ["m2"])
+        #expect(driver.deliveries(of: "m1").last == .delivered)
+        #expect(driver.deliveries(of: "m2").last == .sent, "a message written again is still sent, never failed")
+    }
+
+    @Test func theSameTextSentBeforeIsNotTakenForTheMessageWhoseFateIsUnknown() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1", content: "ok")
+        driver.respond("send:m1", Self.started, at: 0.1)
+        driver.send("m2", content: "ok")
+        driver.handle(.connectionDown, at: 10)
+        driver.connect("c2", epoch: 2, at: 12)
+        driver.history([Self.user("ok", at: 0.05)], on: "c2")
+        #expect(driver.sent(on: "c2") == ["m2"], "the earlier \"ok\" is m1's, not m2's")
+    }
+
+    @Test func aGapDropsPartialRepliesAndLooksUpTheHistory() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.chat(Self.delta("m1", text: "one", increment: "one"), on: "c1")
+        // Event 3 comes after 1: 2 is missing.
+        driver.chat(Self.delta("m1", text: "one two three", increment: " three"), on: "c1", sequence: 3)
+        #expect(driver.lookups(on: "c1") == 2)
+        #expect(driver.log.contains { if case .diagnose(let event) = $0 { event.kind == .sequenceGap } else { false } })
+        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }
+        #expect(streamed.last == "one two three", "resynchronised from the delta's whole text, not \"one three\": \(streamed)")
+        driver.chat(Self.final("m1", text: "one two three four"), on: "c1")
+        driver.history([Self.user("text of m1", at: 0), Self.assistant("one two three four", at: 0.5)], on: "c1")
+        let replies = driver.entries { $0.id.value == "m1:reply" }
+        #expect(replies.map(\.content) == ["one two three four"], "the reply once: \(replies.map(\.content))")
+    }
+
+    @Test func aReplyOpenWhenTheGatewayRestartedIsIncompleteAndOneStillRunningContinues() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.chat(Self.delta("m1", text: "partial", increment: "partial"), on: "c1")
+        driver.handle(.connectionDown, at: 5)
+        // Same gateway (up for 1000 s): the run goes on and its final comes on the new connection.
+        driver.connect("c2", epoch: 2, uptime: 1000, at: 6)
+        driver.history([Self.user("text of m1", at: 0)], on: "c2")
+        #expect(driver.entries { $0.id.value == "m1:reply" }.isEmpty)
+        driver.chat(Self.final("m1", text: "partial and the rest"), on: "c2")
+        #expect(driver.entries { $0.id.value == "m1:reply" }.map(\.status) == [.received])
+
+        driver.send("m2")
+        driver.respond("send:m2", Self.started)
+        driver.chat(Self.delta("m2", text: "cut", increment: "cut"), on: "c2")
+        driver.handle(.connectionDown, at: 10)
+        // A gateway up for 1 s started after the run: the run died with the old one.
+        driver.connect("c3", epoch: 3, uptime: 1, at: 12)
+        driver.history([Self.user("text of m1", at: 0), Self.assistant("partial and the rest", at: 7), Self.user("text of m2", at: 8)], on: "c3")
+        let cut = try #require(driver.entries { $0.id.value == "m2:reply" }.last)
+        #expect(cut.status == .incomplete && cut.content == "cut" && cut.detail?.contains("restarted") == true)
+        #expect(driver.botStates.last == .idle)
+        #expect(driver.entries { $0.id.value == "m1:reply" }.count == 1, "the reply already whole is not published again")
+    }
+
+    @Test func aRefusalFailsInWordsAndAbortsAndErrorsAreIncompleteInWords() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", ok: false, error: GatewayErrorShape(code: "INVALID_REQUEST", message: "send blocked by session policy"))
+        #expect(driver.deliveries(of: "m1").last == .failed)
+        #expect(driver.log.contains { if case .publishDelivery(let update) = $0 { update.detail?.contains("send blocked by session policy") == true } else { false } })
+
+        driver.send("m2")
+        driver.respond("send:m2", Self.started)
+        driver.chat(ChatEventPayload(runId: "m2", sessionKey: "agent:main:main", seq: 5, state: .aborted, stopReason: "rpc"), on: "c1")
+        let aborted = try #require(driver.entries { $0.id.value == "m2:reply" }.last)
+        #expect(aborted.status == .incomplete && aborted.detail == "the reply was stopped (chat.abort)")
+
+        driver.send("m3")
+        driver.respond("send:m3", Self.started)
+        driver.chat(ChatEventPayload(runId: "m3", sessionKey: "agent:main:main", seq: 2, state: .error, errorMessage: "model overloaded"), on: "c1")
+        let failed = try #require(driver.entries { $0.id.value == "m3:reply" }.last)
+        #expect(failed.status == .incomplete && failed.detail == "the gateway reported an error: model overloaded")
+        #expect(driver.deliveries(of: "m3").last == .delivered, "a run that failed still had its message")
+    }
+
+    @Test func otherSessionsAreIgnoredAndOtherClientsRunsComeFromTheHistoryOnce() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        driver.chat(Self.final("x1", text: "elsewhere", session: "agent:main:other"), on: "c1")
+        #expect(driver.entries().isEmpty && driver.lookups(on: "c1") == 1)
+        // A run another client started in this session: its end brings a lookup.
+        driver.chat(Self.delta("phone-1", text: "Hi from"), on: "c1")
+        driver.chat(Self.final("phone-1", text: "Hi from the phone's run"), on: "c1")
+        #expect(driver.lookups(on: "c1") == 2)
+        let history = [Self.user("sent from the phone", at: 1), Self.assistant("Hi from the phone's run", at: 2)]
+        driver.history(history, on: "c1")
+        let entries = driver.entries()
+        #expect(entries.count == 2)
+        #expect(entries.first?.sender == .user && entries.first?.status == .delivered && entries.first?.content == "sent from the phone")
+        #expect(entries.last?.inReplyTo == entries.first?.id && entries.last?.id.value.hasSuffix(":reply") == true)
+        // The same history again adds nothing.
+        driver.chat(Self.final("phone-2", text: "x"), on: "c1")
+        driver.history(history, on: "c1")
+        #expect(driver.entries().count == 2, "published again: \(driver.entries().map(\.id))")
+    }
+
+    @Test func theSendWindowBoundsWhatIsWrittenAndNotAcknowledged() {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, streamInterval: 0, sendWindow: 2))
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        for index in 1...5 { driver.send("m\(index)") }
+        #expect(driver.sent(on: "c1") == ["m1", "m2"])
+        driver.respond("send:m1", Self.started)
+        #expect(driver.sent(on: "c1") == ["m1", "m2", "m3"])
+        driver.respond("send:m2", Self.started)
+        driver.respond("send:m3", Self.started)
+        #expect(driver.sent(on: "c1") == ["m1", "m2", "m3", "m4", "m5"])
+    }
+
+    @Test func aSilentConnectionIsProbedWithAHealthRequestAndReplaced() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.handle(.tick, at: 2)
+        #expect((driver.requests["c1"] ?? []).contains { $0.method == "health" })
+        driver.handle(.tick, at: 4)
+        #expect(driver.log.contains { if case .reconnect = $0 { true } else { false } })
+        #expect(driver.deliveries(of: "m1").last == .sent)
+    }
+
+    @Test func aHistoryAnswerThatNeverComesIsAskedForAgainSmaller() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        // The gateway answers the probe (any frame counts) but the large history never arrives.
+        driver.handle(.tick, at: 2)
+        let probe = try #require(driver.requests["c1"]?.last { $0.method == "health" })
+        driver.respond(probe.id, .object(["ok": .bool(true)]), at: 2.5)
+        driver.handle(.tick, at: 4)
+        let limits = (driver.requests["c1"] ?? []).filter { $0.method == "chat.history" }.compactMap { $0.params?["limit"]?.intValue }
+        #expect(limits == [100, 25])
+        #expect(driver.machine.nextDeadline != nil)
+    }
+}
+
+/// How a history answer is read: which messages are Tether's, and the ids of the rest.
+@Suite struct HistoryMergeTests {
+    static func at(_ seconds: Double) -> Date { OpenClawDeliveryTests.at(seconds) }
+
+    @Test func identicalTextsAreMatchedInOrderAndNotBeforeTheyWereMade() {
+        let sent = [
+            HistoryMerge.Sent(id: MessageID("a"), text: "ok", createdAt: Self.at(0)),
+            HistoryMerge.Sent(id: MessageID("b"), text: "ok", createdAt: Self.at(100)),
+        ]
+        let history = [OpenClawDeliveryTests.user("ok", at: 0.1), OpenClawDeliveryTests.user("ok", at: 50)]
+        let merge = HistoryMerge.merge(history, limit: 100, sent: sent, clockOffset: 0, botName: "Bot") { _ in nil }
+        #expect(merge.found == [MessageID("a")], "the second \"ok\" came before b was made: another client's")
+        #expect(merge.entries.map(\.content) == ["ok"] && merge.entries.first?.id.value.hasPrefix("oc:") == true)
+    }
+
+    @Test func theClockOffsetIsAppliedToTheGatewaysTimes() {
+        let sent = [HistoryMerge.Sent(id: MessageID("a"), text: "hi", createdAt: Self.at(100))]
+        // The gateway's clock is 60 s ahead: 130 s by it is 70 s by Tether's, before "a" was made.
+        let history = [OpenClawDeliveryTests.user("hi", at: 130)]
+        #expect(HistoryMerge.merge(history, limit: 100, sent: sent, clockOffset: 60, botName: "Bot") { _ in nil }.found.isEmpty)
+        #expect(HistoryMerge.merge(history, limit: 100, sent: sent, clockOffset: 0, botName: "Bot") { _ in nil }.found == [MessageID("a")])
+    }
+
+    @Test func theLastAssistantMessageOfARunIsTheReplyAndEarlierOnesAreSteps() {
+        let sent = [HistoryMerge.Sent(id: MessageID("a"), text: "do it", createdAt: Self.at(0))]
+        let history = [
+            OpenClawDeliveryTests.user("do it", at: 1), OpenClawDeliveryTests.assistant("let me check", at: 2),
+            ChatTranscriptMessage(role: "toolResult", text: "42", timestamp: OpenClawDeliveryTests.milliseconds(3)),
+            OpenClawDeliveryTests.assistant("it is 42", at: 4),
+        ]
+        let merge = HistoryMerge.merge(history, limit: 100, sent: sent, clockOffset: 0, botName: "Bot") { _ in nil }
+        #expect(merge.entries.map(\.id.value) == ["a:reply-1", "a:reply"])
+        #expect(merge.replies[MessageID("a")]?.content == "it is 42")
+    }
+
+    @Test func aWindowCutAtItsLimitSaysWhereItStarts() {
+        let history = (1...10).map { OpenClawDeliveryTests.user("m\($0)", at: Double($0)) }
+        #expect(HistoryMerge.merge(history, limit: 10, sent: [], clockOffset: 0, botName: "Bot") { _ in nil }.windowStart == Self.at(1))
+        #expect(HistoryMerge.merge(history, limit: 11, sent: [], clockOffset: 0, botName: "Bot") { _ in nil }.windowStart == nil)
+    }
+
+    @Test func entriesTheTranscriptHoldsAlreadyAreNotPublishedAgain() {
+        let history = [OpenClawDeliveryTests.user("elsewhere", at: 1), OpenClawDeliveryTests.assistant("answer", at: 2)]
+        let first = HistoryMerge.merge(history, limit: 100, sent: [], clockOffset: 0, botName: "Bot") { _ in nil }
+        let known = Dictionary(uniqueKeysWithValues: first.entries.map { ($0.id, ($0.content, $0.status)) })
+        let second = HistoryMerge.merge(history, limit: 100, sent: [], clockOffset: 0, botName: "Bot") { known[$0] }
+        #expect(first.entries.count == 2 && second.entries.isEmpty)
+    }
+}
