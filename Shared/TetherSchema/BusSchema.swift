@@ -132,6 +132,8 @@ extension Topic {
     public static let conversationDelivery: Topic = "conv.delivery"
     /// A streamed reply grew. Owner: tether-protod. Body: ``StreamProgress``.
     public static let conversationStream: Topic = "conv.stream"
+    /// Retained. Which conversation of the gateway Tether chats in. Owner: tether-protod. Body: ``ConversationSession``.
+    public static let conversationSession: Topic = "conv.session"
     /// Retained. What the bot is doing. Owner: tether-protod. Body: ``BotActivity``.
     public static let botState: Topic = "bot.state"
     /// Retained. The outbox at a glance. Owner: tether-protod. Body: ``OutboxSummary``.

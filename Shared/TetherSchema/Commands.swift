@@ -307,6 +307,65 @@ public enum CancelCommand: BusCommand {
     }
 }
 
+/// Stop the reply the gateway is writing (OpenClaw: `chat.abort` for the session). The
+/// reply ends `incomplete`, saying it was stopped.
+public enum AbortCommand: BusCommand {
+    public static let method = "abort"
+    public static let endpoint = Endpoints.protocolHandler
+
+    public struct Request: Codable, Sendable {
+        /// The message whose reply to stop; every reply of the session when nil.
+        public var id: MessageID?
+
+        public init(id: MessageID? = nil) {
+            self.id = id
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// The messages whose replies the gateway stopped (none: nothing was running).
+        public var stopped: [MessageID]
+
+        public init(stopped: [MessageID]) {
+            self.stopped = stopped
+        }
+    }
+}
+
+/// The gateway's sessions (OpenClaw: `sessions.list`).
+public enum SessionsCommand: BusCommand {
+    public static let method = "sessions"
+    public static let endpoint = Endpoints.protocolHandler
+
+    public struct Request: Codable, Sendable {
+        public init() {}
+    }
+
+    public struct Reply: Codable, Sendable {
+        public struct Session: Codable, Hashable, Sendable {
+            public var key: String
+            public var displayName: String?
+            /// When it last changed, by the gateway's clock.
+            public var updatedAt: Date?
+
+            public init(key: String, displayName: String? = nil, updatedAt: Date? = nil) {
+                self.key = key
+                self.displayName = displayName
+                self.updatedAt = updatedAt
+            }
+        }
+
+        public var sessions: [Session]
+        /// The session Tether chats in.
+        public var current: String?
+
+        public init(sessions: [Session], current: String?) {
+            self.sessions = sessions
+            self.current = current
+        }
+    }
+}
+
 /// Ask protod to try to recover: reconnect through connd and send what is waiting.
 public enum RecoverCommand: BusCommand {
     public static let method = "recover"

@@ -212,6 +212,23 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     }
 }
 
+/// Which conversation of the gateway Tether chats in, as protod publishes it (retained).
+public struct ConversationSession: Codable, Hashable, Sendable {
+    /// The dialect of the connection it was decided on.
+    public var dialect: WireDialect
+    /// OpenClaw: the session key in use (the `main` alias resolved); nil in the seed dialect,
+    /// whose gateway has one conversation per connection's token.
+    public var sessionKey: String?
+    /// What was asked for (`--session`), when it differs from the key.
+    public var requested: String?
+
+    public init(dialect: WireDialect, sessionKey: String?, requested: String? = nil) {
+        self.dialect = dialect
+        self.sessionKey = sessionKey
+        self.requested = requested
+    }
+}
+
 /// What suspended the connection; it also says what resumes it by itself.
 public enum SuspendReason: String, Codable, Sendable, CaseIterable {
     /// A front end or `tether suspend` asked; only a resume command resumes it.

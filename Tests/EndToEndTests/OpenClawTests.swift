@@ -232,4 +232,30 @@ import TetherWire
         #expect(replies.first?.status == .received && replies.first?.content == "You said: " + words.joined(separator: " "))
         await bus.close()
     }
+
+    @Test func theSessionIsChosenShownAndListedAndAReplyCanBeStopped() async throws {
+        let set = try await Self.set(environment: ["TETHER_SESSION": "agent:main:work", "TETHER_CHUNK_DELAY": "40"])
+        defer { set.stop() }
+        let bus = try Self.client(set)
+        let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
+        let status = try set.tether(["status"])
+        #expect(status.standardOutput.contains("session: agent:main:work"), "\(status.standardOutput)")
+        #expect(status.standardOutput.contains("gateway: OpenClaw protocol 4"), "\(status.standardOutput)")
+        let words = (1...100).map { "w\($0)" }
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "30", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
+        _ = try await stream.waitFor { $0.content.count > 30 }
+        let abort = try set.tether(["abort"])
+        #expect(abort.status == 0 && abort.standardOutput.hasPrefix("stopped the reply to "), "\(abort.standardOutput) \(abort.standardError)")
+        #expect(try send.waitForExit(timeout: .seconds(30)) == 3)
+        #expect(send.standardError.contains("the reply was stopped (chat.abort)"), "\(send.standardError)")
+        #expect(send.standardOutput.hasPrefix("You said: w1 w2"), "as far as it came: \(send.standardOutput)")
+        #expect(try set.tether(["abort"]).standardOutput == "no reply was running\n")
+        #expect(set.openClawTranscript(session: "agent:main:work").first?.text == words.joined(separator: " "))
+        #expect(set.openClawTranscript().isEmpty, "sent to the main session instead")
+        let sessions = try set.tether(["sessions"])
+        #expect(sessions.status == 0 && sessions.standardOutput.contains("* agent:main:work"), "\(sessions.standardOutput) \(sessions.standardError)")
+        #expect(sessions.standardOutput.contains("  agent:main:main"), "\(sessions.standardOutput)")
+        await bus.close()
+    }
 }

@@ -1,5 +1,5 @@
-import Foundation
-import OpenClawWire
+public import Foundation
+public import OpenClawWire
 import TetherSchema
 import TetherWire
 
@@ -64,9 +64,11 @@ struct OpenClawLink: Sendable, Equatable {
         return Data(Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit)).utf8)
     }
 
-    mutating func abortRequest(runID: String?) -> Data {
+    /// A request made for a command; its answer is handed back as ``DeliveryStateMachine/Action/commandAnswered(id:ok:payload:error:)``.
+    mutating func commandRequest(method: String, params: JSONValue?) -> (id: String, frame: Data) {
         requests += 1
-        return Data(Self.codec.request(id: "abort:\(requests)", method: "chat.abort", params: ChatAbortParams(sessionKey: sessionKey, runId: runID)).utf8)
+        let id = "cmd:\(requests)"
+        return (id, Data(Self.codec.encode(.request(id: id, method: method, params: params)).utf8))
     }
 }
 
@@ -180,7 +182,9 @@ extension DeliveryStateMachine {
         if gap { lookUpHistory(now: now, into: &actions) }
         switch frame {
         case .response(let id, let ok, let payload, let error):
-            if id.hasPrefix("send:") {
+            if id.hasPrefix("cmd:") {
+                actions.append(.commandAnswered(id: id, ok: ok, payload: payload, error: error))
+            } else if id.hasPrefix("send:") {
                 sendAnswered(String(id.dropFirst("send:".count)), ok: ok, payload: payload, error: error, now: now, into: &actions)
             } else if link.history?.id == id {
                 historyAnswered(ok ? try? payload?.decode(ChatHistoryResult.self) : nil, error: error, now: now, into: &actions)
@@ -230,6 +234,35 @@ extension DeliveryStateMachine {
         actions.append(.diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
         recordOutcome(success: false, now: now, into: &actions)
     }
+
+    // MARK: Commands
+
+    /// The session chatted in, on an OpenClaw connection.
+    public var openClawSessionKey: String? {
+        if case .openClaw(let link)? = connection?.dialect { return link.sessionKey }
+        return nil
+    }
+
+    /// Writes a request for a command (`sessions.list`, `chat.abort`); nil when no OpenClaw
+    /// connection is open, or frames do not reach connd. `params` may name the session with
+    /// ``sessionKeyPlaceholder``, which is replaced by the session chatted in.
+    public mutating func gatewayRequest(_ method: String, params: JSONValue?, now: Date) -> (id: String, actions: [Action])? {
+        guard wireHeard, var open = connection, !open.replacing, case .openClaw(var link) = open.dialect else { return nil }
+        var params = params
+        if case .object(var object)? = params, object["sessionKey"] == .string(Self.sessionKeyPlaceholder) {
+            object["sessionKey"] = .string(link.sessionKey)
+            params = .object(object)
+        }
+        let (id, frame) = link.commandRequest(method: method, params: params)
+        open.dialect = .openClaw(link)
+        connection = open
+        var actions: [Action] = []
+        write(frame, on: open.epoch, into: &actions)
+        return (id, actions)
+    }
+
+    /// Stands for the session chatted in, in ``gatewayRequest(_:params:now:)``'s params.
+    public static let sessionKeyPlaceholder = "$session"
 
     // MARK: Replies
 

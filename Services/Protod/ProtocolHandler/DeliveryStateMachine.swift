@@ -120,6 +120,10 @@ public struct DeliveryStateMachine: Sendable {
         case saveSession(SessionPoint)
         /// Ask connd for a new connection: this one failed a probe, or frames on it may be lost.
         case reconnect(reason: String)
+        /// Retain on `conv.session`: the conversation chatted in changed.
+        case retainSession(ConversationSession)
+        /// The gateway answered a request made for a command (``gatewayRequest(_:params:now:)``).
+        case commandAnswered(id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
     }
 
     /// The answer to a send command, before anything is committed.
@@ -225,6 +229,7 @@ public struct DeliveryStateMachine: Sendable {
     private var health: HealthMonitor
     private var suggestions = SuggestionBook()
     private var lastSummary: Int?
+    private var lastSession: ConversationSession?
     /// OpenClaw: replies being streamed, by run id.
     var runs: [String: OpenClawRun] = [:]
     /// OpenClaw: the user messages Tether knows it sent (from the journal and since), oldest
@@ -375,6 +380,18 @@ public struct DeliveryStateMachine: Sendable {
         publishDueStreams(now: now, into: &actions)
         publishDueRuns(now: now, into: &actions)
         for case .publishEntry(let entry) in actions { remember(entry) }
+        if let open = connection {
+            let current: ConversationSession =
+                if case .openClaw(let link) = open.dialect {
+                    ConversationSession(dialect: .openclaw, sessionKey: link.sessionKey, requested: settings.sessionKey.flatMap { $0 == link.sessionKey ? nil : $0 })
+                } else {
+                    ConversationSession(dialect: .seed, sessionKey: nil)
+                }
+            if current != lastSession {
+                lastSession = current
+                actions.append(.retainSession(current))
+            }
+        }
         saveSession(now: now, into: &actions)
         if lastSummary != pending.count {
             lastSummary = pending.count

@@ -63,6 +63,12 @@ public struct ProtocolService: Service {
         builder.on(CancelCommand.self) { request in
             await engine.cancel(request.id)
         }
+        builder.on(AbortCommand.self) { request in
+            try await engine.abort(request.id)
+        }
+        builder.on(SessionsCommand.self) { _ in
+            try await engine.sessions()
+        }
         builder.on(RecoverCommand.self) { _ in
             await engine.attemptRecovery()
         }
@@ -111,6 +117,11 @@ actor ProtocolEngine {
     /// The tick set for the machine's next deadline.
     private var timer: (at: Date, task: Task<Void, Never>)?
     private var timerGeneration = 0
+    /// Commands waiting for the gateway's answer to their request, by request id.
+    private var waitingForGateway: [String: CheckedContinuation<GatewayAnswer, Never>] = [:]
+
+    /// The gateway's answer to a command's request; nil when none came in time.
+    typealias GatewayAnswer = (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)?
 
     init(bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
         self.bus = bus
@@ -227,6 +238,62 @@ actor ProtocolEngine {
         }
     }
 
+    /// Asks the gateway to stop the reply to `id`, or every reply of the session.
+    func abort(_ id: MessageID?) async throws -> AbortCommand.Reply {
+        var params: [String: JSONValue] = ["sessionKey": .string(DeliveryStateMachine.sessionKeyPlaceholder)]
+        if let id { params["runId"] = .string(id.value) }
+        let answer = try await askGateway("chat.abort", params: .object(params), timeout: .seconds(10))
+        let stopped = answer?["runIds"].flatMap { value -> [MessageID]? in
+            guard case .array(let ids) = value else { return nil }
+            return ids.compactMap(\.stringValue).map(MessageID.init)
+        }
+        return AbortCommand.Reply(stopped: stopped ?? [])
+    }
+
+    /// The gateway's sessions.
+    func sessions() async throws -> SessionsCommand.Reply {
+        let answer = try await askGateway("sessions.list", params: .object([:]), timeout: .seconds(15))
+        let list = (try? answer?.decode(SessionsListResult.self))?.sessions ?? []
+        return SessionsCommand.Reply(
+            sessions: list.map { session in
+                SessionsCommand.Reply.Session(
+                    key: session.key, displayName: session.displayName,
+                    updatedAt: session.updatedAt.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            },
+            current: machine.openClawSessionKey)
+    }
+
+    /// Sends a request to the gateway for a command and waits for its answer's payload.
+    private func askGateway(_ method: String, params: JSONValue?, timeout: Duration) async throws -> JSONValue? {
+        let request: String? = await exclusively {
+            guard let (id, actions) = machine.gatewayRequest(method, params: params, now: Date()) else { return nil }
+            await perform(actions)
+            return id
+        }
+        guard let request else {
+            throw CommandError(
+                machine.canWrite && machine.dialect == .seed
+                    ? "\(method) needs an OpenClaw gateway; this connection speaks the seed dialect"
+                    : "not connected to the gateway: try again once connected")
+        }
+        let answer: GatewayAnswer = await withCheckedContinuation { continuation in
+            waitingForGateway[request] = continuation
+            Task {
+                try? await Task.sleep(for: timeout)
+                self.answer(request, with: nil)
+            }
+        }
+        guard let answer else { throw CommandError("the gateway did not answer \(method) within \(timeout)") }
+        guard answer.ok else {
+            throw CommandError("the gateway refused \(method): \(answer.error.map { "\($0.code) \($0.message)" } ?? "no reason given")")
+        }
+        return answer.payload
+    }
+
+    private func answer(_ request: String, with answer: GatewayAnswer) {
+        waitingForGateway.removeValue(forKey: request)?.resume(returning: answer)
+    }
+
     /// Asks connd to reconnect now; what waits is written on the new connection.
     func attemptRecovery() async -> RecoverCommand.Reply {
         diagnose(DiagnosticEvent(kind: .recoveryAttempted))
@@ -326,6 +393,10 @@ actor ProtocolEngine {
                 publish(suggestion, on: .suggestion)
             case .saveSession(let point):
                 try await outbox.saveSession(sessionID: point.sessionID, lastSequence: point.lastSequence)
+            case .retainSession(let session):
+                try bus.retain(session, on: .conversationSession)
+            case .commandAnswered(let id, let ok, let payload, let error):
+                answer(id, with: (ok, payload, error))
             case .reconnect(let reason):
                 logger.warning("asking connd for a new connection", metadata: ["connection.reason": "\(reason)"])
                 let bus = self.bus
@@ -385,6 +456,8 @@ extension DeliveryStateMachine.Action {
         case .suggest: "suggest"
         case .saveSession: "saveSession"
         case .reconnect: "reconnect"
+        case .retainSession: "retainSession"
+        case .commandAnswered: "commandAnswered"
         }
     }
 }

@@ -19,6 +19,8 @@ public enum ChatAction: Sendable, Equatable {
     case reconnect
     /// Save the display, suspend the connection, stop the process until it is continued.
     case suspend
+    /// Ask the gateway to stop the reply it is writing.
+    case abort
     case quit
 }
 
@@ -59,6 +61,7 @@ public struct ChatScreen: Sendable {
     private var bot: BotActivity?
     private var pendingCount = 0
     private var connection: ConnectionStatus?
+    private var session: ConversationSession?
     /// The last problem with something the user did, in words, until the next key.
     private var notice: String?
     /// The screen as saved when the front end last left, drawn until the transcript is known.
@@ -104,6 +107,9 @@ public struct ChatScreen: Sendable {
         case .outboxSummary:
             guard let summary = try? message.decode(OutboxSummary.self) else { return false }
             pendingCount = summary.pending
+        case .conversationSession:
+            guard let current = try? message.decode(ConversationSession.self) else { return false }
+            session = current
         default:
             return false
         }
@@ -134,6 +140,7 @@ public struct ChatScreen: Sendable {
         case .pageDown: scrollOffset = max(0, scrollOffset - 10)
         case .escape: banner.dismiss(at: now)
         case .control("r"): return .reconnect
+        case .control("x"): return .abort
         case .control("z"): return .suspend
         case .control("c"): return .quit
         case .control("d") where composer.isEmpty: return .quit
@@ -231,9 +238,11 @@ public struct ChatScreen: Sendable {
         var parts: [String] = []
         if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…") }
         if let connection { parts.append(connection.phase == .connected ? "Connected" : connection.phase.words) }
+        if let key = session?.sessionKey { parts.append("session \(key)") }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
-        parts.append("Enter send · ↑ history · PgUp scroll · Ctrl-R reconnect · Ctrl-Z suspend · Ctrl-C quit")
+        let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
+        parts.append("Enter send · ↑ history · PgUp scroll\(stop) · Ctrl-R reconnect · Ctrl-Z suspend · Ctrl-C quit")
         return parts.joined(separator: " · ")
     }
 

@@ -135,6 +135,7 @@ public struct PlainAnnouncer: Sendable {
     private var banner = Banner()
     private var network: NetworkPath?
     private var botState: BotState?
+    private var session: String?
     private let formatter = TranscriptFormatter()
 
     public init(model: TranscriptModel) {
@@ -167,6 +168,10 @@ public struct PlainAnnouncer: Sendable {
             network = path
             if first && path.satisfied { return [] }
             return [path.satisfied ? "Network: available through \(path.interface ?? "an interface") (\(path.kind?.rawValue ?? "other"))." : "Network: none."]
+        case .conversationSession:
+            guard let current = try? message.decode(ConversationSession.self), let key = current.sessionKey, key != session else { return [] }
+            session = key
+            return ["Session: \(key)."]
         case .botState:
             guard let activity = try? message.decode(BotActivity.self), activity.state != botState else { return [] }
             botState = activity.state

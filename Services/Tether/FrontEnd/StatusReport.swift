@@ -12,6 +12,7 @@ public struct StatusReport: Sendable, Codable {
     public var outbox: OutboxSummary?
     public var health: HealthReport?
     public var bot: BotActivity?
+    public var session: ConversationSession?
     /// The front ends attached now (their presence seen while listening), by kind and instance.
     public var frontEnds: [FrontEndPresence] = []
 
@@ -22,7 +23,7 @@ public struct StatusReport: Sendable, Codable {
         let subscription = try await bus.subscribe(
             to: [
                 Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name,
-                Topic.health.name, Topic.frontEndPresence.name,
+                Topic.health.name, Topic.frontEndPresence.name, Topic.conversationSession.name,
             ],
             confirm: true)
         return await withTaskGroup(of: StatusReport?.self) { group in
@@ -38,6 +39,7 @@ public struct StatusReport: Sendable, Codable {
                     case .outboxSummary: report.outbox = try? message.decode(OutboxSummary.self)
                     case .botState: report.bot = try? message.decode(BotActivity.self)
                     case .health: report.health = try? message.decode(HealthReport.self)
+                    case .conversationSession: report.session = try? message.decode(ConversationSession.self)
                     case .frontEndPresence:
                         if let presence = try? message.decode(FrontEndPresence.self) {
                             frontEnds[presence.instance] = presence.state == .active ? presence : nil
@@ -75,6 +77,12 @@ public struct StatusReport: Sendable, Codable {
             if let next = connection.nextAttemptAt { words += ", next in \(String(format: "%.1f", max(0, next.timeIntervalSince(now)))) s" }
             if let error = connection.lastError, connection.phase != .connected { words += "\n  last error: \(error)" }
             lines.append(words)
+            if let gateway = connection.gateway, gateway.dialect == .openclaw {
+                var about = "gateway: OpenClaw protocol \(gateway.protocolVersion.map(String.init) ?? "?")"
+                if let version = gateway.serverVersion { about += ", release \(version)" }
+                if let device = gateway.deviceID { about += ", device \(device.prefix(12))…" }
+                lines.append(about)
+            }
         } else {
             lines.append("connection: unknown (tether-connd is not running)")
         }
@@ -90,6 +98,7 @@ public struct StatusReport: Sendable, Codable {
         if let health {
             lines.append("health: \(health.state.rawValue)")
         }
+        if let key = session?.sessionKey { lines.append("session: \(key)" + (session?.requested.map { " (asked for \($0))" } ?? "")) }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
         lines.append(
             frontEnds.isEmpty

@@ -67,6 +67,13 @@ public final class TerminalSession: Sendable {
             }
         case .action(.reconnect, _):
             await connection(.reconnect)
+        case .action(.abort, _):
+            do {
+                let reply = try await bus.request(AbortCommand.self, .init(), timeout: .seconds(12), attempts: 1)
+                if reply.stopped.isEmpty { report("no reply was running") }
+            } catch {
+                report("cannot stop the reply: \(error)")
+            }
         case .action(.suspend, let display):
             // Seed 002: save the screen, close the connection gracefully, then stop.
             await save(display)
@@ -134,7 +141,7 @@ public final class TerminalSession: Sendable {
                 tether_tui_resume()
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .reconnect:
+            case .send, .reconnect, .abort:
                 break
             }
         }

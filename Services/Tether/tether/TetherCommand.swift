@@ -13,7 +13,7 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self],
+        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self],
         defaultSubcommand: Chat.self
     )
 }
@@ -39,7 +39,7 @@ struct Chat: AsyncParsableCommand {
         abstract: "Chat in the terminal (the default): the conversation, a banner when the connection is not there, a composer.",
         discussion: """
             Enter sends; Up and Down recall what was sent; PgUp and PgDn scroll; Esc hides the \
-            banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-Z suspends (the connection \
+            banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-X stops the reply being written (OpenClaw); Ctrl-Z suspends (the connection \
             closes; fg brings it back); Ctrl-C quits. With --plain, or when the output is not a \
             terminal: plain lines, every change announced in words; lines typed are sent.
             """
@@ -360,5 +360,60 @@ struct Cancel: AsyncParsableCommand {
         }
         await bus.close()
         print(reply.cancelled.isEmpty ? "nothing to cancel" : "cancelled \(reply.cancelled.count) message\(reply.cancelled.count == 1 ? "" : "s")")
+    }
+}
+
+struct Sessions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the gateway's sessions (OpenClaw); the one Tether chats in is marked *.",
+        discussion: "Chat in another with tether-protod --session KEY (compose: TETHER_SESSION)."
+    )
+
+    @OptionGroup var options: ProgramOptions
+
+    @Flag(help: "One JSON object.")
+    var json = false
+
+    func run() async throws {
+        let bus = try openBus(options)
+        let reply: SessionsCommand.Reply
+        do {
+            reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+        } catch {
+            throw commandError(error)
+        }
+        await bus.close()
+        if json {
+            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            return
+        }
+        for session in reply.sessions {
+            let marker = session.key == reply.current ? "*" : " "
+            let updated = session.updatedAt.map { " (last active \(ISO8601.formatPrecise($0)))" } ?? ""
+            print("\(marker) \(session.key)\(session.displayName.map { " \($0)" } ?? "")\(updated)")
+        }
+        if reply.sessions.isEmpty { print("(the gateway lists no session)") }
+    }
+}
+
+struct Abort: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop the reply the gateway is writing (OpenClaw); it ends incomplete, saying it was stopped.")
+
+    @OptionGroup var options: ProgramOptions
+
+    @Option(help: "Stop only the reply to this message (its id); else every reply of the session.")
+    var id: String?
+
+    func run() async throws {
+        let bus = try openBus(options)
+        let reply: AbortCommand.Reply
+        do {
+            reply = try await bus.request(AbortCommand.self, .init(id: id.map(MessageID.init)), timeout: .seconds(12), attempts: 1)
+        } catch {
+            throw commandError(error)
+        }
+        await bus.close()
+        print(reply.stopped.isEmpty ? "no reply was running" : "stopped the reply to \(reply.stopped.map(\.value).joined(separator: ", "))")
     }
 }
