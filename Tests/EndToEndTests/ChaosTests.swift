@@ -16,13 +16,15 @@ import TetherWire
 /// duplicated or reordered. A short run is part of the suite; scripts/chaos runs a long one
 /// (TETHER_CHAOS_SECONDS, TETHER_CHAOS_SEED, and TETHER_CHAOS_FAULTS to choose the kinds).
 ///
-/// It runs against both gateways: the development gateway (exactly once) and the same as a
-/// seed-only peer (`strictSeed`: at least once, so copies are counted and shown, not failed).
+/// It runs against three gateways: the development gateway (exactly once), the same as a
+/// seed-only peer (`strictSeed`: at least once, so copies are counted and shown, not failed),
+/// and the development gateway speaking OpenClaw's protocol (exactly once: idempotency keys
+/// and history lookups; its idempotency cache is lost at each restart).
 @Suite(.serialized) struct ChaosTests {
     private static let environment = ProcessInfo.processInfo.environment
 
     /// The gateways the soak runs against, and the faults that make each.
-    static let gateways = ["development", "strict-seed"]
+    static let gateways = ["development", "strict-seed", "openclaw"]
 
     @Test(arguments: gateways)
     func chaosSoakLosesNothing(gateway: String) async throws {
@@ -53,7 +55,9 @@ import TetherWire
         let strict = gateway == "strict-seed"
         // A seed peer answers one message at a time: quicker chunks keep it ahead of the sender.
         let environment =
-            strict ? ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true}"#, "TETHER_CHUNK_DELAY": "5"] : [:]
+            strict
+            ? ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true}"#, "TETHER_CHUNK_DELAY": "5"]
+            : gateway == "openclaw" ? ["TETHER_DIALECT": "openclaw"] : [:]
         let set = try await ComposedSet(environment: environment.merging(["TETHER_RECONNECT_PRESET": "aggressive"]) { $1 }, namespace: namespace)
         defer { set.stop() }
         let client = try BusClient(source: "chaos", runDirectory: set.run.runDirectory, logger: Logger(label: "chaos"))
@@ -98,7 +102,11 @@ import TetherWire
         let incomplete = transcript.filter { $0.status == .incomplete }.count
         // Order is judged among the steady stream; the recovery markers go out from another task.
         let report = ChaosReport(
-            gateway: strict ? "strict-seed (no duplicate suppression, no resume: at least once)" : "development (duplicate suppression, resume: exactly once)",
+            gateway: strict
+                ? "strict-seed (no duplicate suppression, no resume: at least once)"
+                : gateway == "openclaw"
+                    ? "openclaw (idempotency keys, history lookups, cache lost on restart: exactly once)"
+                    : "development (duplicate suppression, resume: exactly once)",
             sent: sent, received: received, faults: faults, repliesIncomplete: incomplete, recoveries: recoveries,
             ordered: { $0.hasPrefix("chaos-") })
         print("chaos report (seed \(seed)):\n\(report.text)" + notes.map { "\nnote: \($0)" }.joined())

@@ -6,10 +6,17 @@ import TetherSchema
 import TetherTesting
 import TetherWire
 
-/// The whole set from compose/default.yaml, in a private run directory and port.
+/// The whole set from compose/default.yaml, in a private run directory and port, in each
+/// dialect: the seed dialect, and OpenClaw's against the development gateway speaking it.
 @Suite(.serialized) struct WholeSetTests {
-    @Test func sendHelloThroughTheWholeSet() async throws {
-        let set = try await ComposedSet()
+    static let dialects = ["seed", "openclaw"]
+
+    /// The bot's name as the transcript shows it: the seed gateway names its bot; an OpenClaw
+    /// gateway's chat events do not.
+    static func botName(_ dialect: String) -> String { dialect == "seed" ? "Opta" : "Bot" }
+
+    @Test(arguments: dialects) func sendHelloThroughTheWholeSet(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
 
         let tap = try ChildProcess(
@@ -40,7 +47,7 @@ import TetherWire
         #expect(sent.sender == .user)
         #expect(sent.status == .delivered)
         let reply = try #require(transcript.first { $0.inReplyTo?.value == id })
-        #expect(reply.sender == .bot(name: "Opta"))
+        #expect(reply.sender == .bot(name: Self.botName(dialect)))
         #expect(reply.content == "You said: hello")
         #expect(reply.status == .received)
         await client.close()
@@ -73,8 +80,8 @@ import TetherWire
         }
     }
 
-    @Test func programKilledWithSigkillIsRestartedAndTheSetCarriesOn() async throws {
-        let set = try await ComposedSet()
+    @Test(arguments: dialects) func programKilledWithSigkillIsRestartedAndTheSetCarriesOn(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
         let restarted = try await set.killAndAwaitRestart("protod")
         #expect(restarted, "protod was not restarted")
@@ -89,8 +96,8 @@ import TetherWire
         #expect(send.standardOutput == "You said: still there?\n")
     }
 
-    @Test func messageSentWhileTheGatewayIsDownArrivesOnceAfterTheReconnect() async throws {
-        let set = try await ComposedSet()
+    @Test(arguments: dialects) func messageSentWhileTheGatewayIsDownArrivesOnceAfterTheReconnect(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
         let gateway = try #require(set.state()?.programs.first { $0.name == "gateway" }?.pid)
         kill(gateway, SIGKILL)
@@ -103,8 +110,8 @@ import TetherWire
         #expect(connectionNumbers == [1], "it came on the restarted gateway's first connection")
     }
 
-    @Test func suspendAndResumeFromTheCommandLine() async throws {
-        let set = try await ComposedSet()
+    @Test(arguments: dialects) func suspendAndResumeFromTheCommandLine(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
         let suspend = try set.tether(["suspend"])
         #expect(suspend.status == 0, "\(suspend.standardError)")
@@ -120,8 +127,8 @@ import TetherWire
         #expect(send.standardOutput == "You said: after resume\n")
     }
 
-    @Test func malformedFramesFromTheGatewayAreDroppedAndTheChatGoesOn() async throws {
-        let set = try await ComposedSet()
+    @Test(arguments: dialects) func malformedFramesFromTheGatewayAreDroppedAndTheChatGoesOn(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
         try await set.faults(#"{"sendMalformedFrames": true}"#)
 
@@ -132,16 +139,16 @@ import TetherWire
         #expect(log.contains("dropped a malformed frame from the gateway"))
     }
 
-    @Test func watchStartsWithTheStoredTranscript() async throws {
-        let set = try await ComposedSet()
+    @Test(arguments: dialects) func watchStartsWithTheStoredTranscript(dialect: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_DIALECT": dialect])
         defer { set.stop() }
         #expect(try set.tether(["send", "first"]).status == 0)
         let watch = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch")
-        let shown = await eventually { watch.standardOutput.contains("Opta: You said: first") }
+        let shown = await eventually { watch.standardOutput.contains("\(Self.botName(dialect)): You said: first") }
         #expect(shown, "watch did not print the stored transcript: \(watch.standardOutput) \(watch.standardError)")
         #expect(watch.standardOutput.contains("you: first [delivered]"))
         #expect(try set.tether(["send", "second"]).status == 0)
-        let live = await eventually { watch.standardOutput.contains("Opta: You said: second") }
+        let live = await eventually { watch.standardOutput.contains("\(Self.botName(dialect)): You said: second") }
         #expect(live, "watch did not print the live exchange: \(watch.standardOutput)")
         watch.stop()
     }
