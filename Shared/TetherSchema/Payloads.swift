@@ -160,7 +160,13 @@ public struct ConnectionStatus: Codable, Hashable, Sendable {
         self.lastError = lastError
         self.failure = failure
         self.identity = identity
-        self.words = failure.map { "\(phase.words) (\($0.advice))" } ?? phase.words
+        self.words =
+            if failure == .pairingRequired, let lastError {
+                // The request to approve is in the error: the way forward is those words.
+                "Waiting for approval: \(lastError)"
+            } else {
+                failure.map { "\(phase.words) (\($0.advice))" } ?? phase.words
+            }
     }
 }
 

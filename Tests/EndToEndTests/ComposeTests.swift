@@ -3,6 +3,9 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import Logging
+import TetherBus
+import TetherSchema
 import TetherTesting
 
 /// tether-compose's commands and restart policies, with real processes.
@@ -103,21 +106,25 @@ import TetherTesting
     }
 }
 
-/// compose/gateway.yaml and compose/headless.yaml, pointed at a gateway of their own as a
-/// real one would be.
+/// compose/gateway.yaml, compose/headless.yaml and compose/openclaw.yaml, pointed at a
+/// gateway of their own as a real one would be (for openclaw.yaml, one speaking OpenClaw's protocol).
 @Suite(.serialized) struct RealGatewayComposeTests {
-    @Test(arguments: ["gateway.yaml", "headless.yaml"])
+    @Test(arguments: ["gateway.yaml", "headless.yaml", "openclaw.yaml"])
     func composeFileForARealGatewayChats(file: String) async throws {
         let gatewayRun = try TestRunDirectory()
         let port = try freePort()
         let tokenFile = gatewayRun.path + "/token"
         let created = FileManager.default.createFile(atPath: tokenFile, contents: Data("a-real-token-\(port)".utf8), attributes: [.posixPermissions: 0o600])
         #expect(created)
+        let dialect = file == "openclaw.yaml" ? ["--dialect", "openclaw"] : []
         let gateway = try ChildProcess(
-            Programs.path("tether-gateway"), ["--port", "\(port)", "--token-file", tokenFile], outputDirectory: gatewayRun.path)
+            Programs.path("tether-gateway"), ["--port", "\(port)", "--token-file", tokenFile] + dialect, outputDirectory: gatewayRun.path)
         defer { gateway.stop() }
         let set = try await ComposedSet(
-            file: file, environment: ["TETHER_GATEWAY_URL": "ws://127.0.0.1:\(port)/ws", "TETHER_TOKEN_FILE": tokenFile])
+            file: file,
+            environment: [
+                "TETHER_GATEWAY_URL": "ws://127.0.0.1:\(port)/ws", "TETHER_OPENCLAW_URL": "ws://127.0.0.1:\(port)", "TETHER_TOKEN_FILE": tokenFile,
+            ])
         defer { set.stop() }
         #expect(set.state()?.programs.contains { $0.name == "gateway" } == false, "\(file) starts no gateway of its own")
         let send = try set.tether(["send", "through", file])
@@ -129,5 +136,28 @@ import TetherTesting
             let firstLine = set.log(of: "transcript").split(separator: "\n").first.map(String.init) ?? ""
             #expect((try? JSONSerialization.jsonObject(with: Data(firstLine.utf8))) != nil, "the transcript is JSON lines: \(firstLine)")
         }
+    }
+
+    /// `--dialect auto` takes a gateway that sends `connect.challenge` for OpenClaw and one
+    /// that sends nothing first for a seed gateway.
+    @Test(arguments: ["seed", "openclaw"])
+    func autoDetectionFindsEachDialect(dialect: String) async throws {
+        let gatewayRun = try TestRunDirectory()
+        let port = try freePort()
+        let tokenFile = gatewayRun.path + "/token"
+        #expect(FileManager.default.createFile(atPath: tokenFile, contents: Data("an-auto-token-\(port)".utf8), attributes: [.posixPermissions: 0o600]))
+        let gateway = try ChildProcess(
+            Programs.path("tether-gateway"), ["--port", "\(port)", "--token-file", tokenFile, "--dialect", dialect], outputDirectory: gatewayRun.path)
+        defer { gateway.stop() }
+        let set = try await ComposedSet(
+            file: "gateway.yaml", environment: ["TETHER_GATEWAY_URL": "ws://127.0.0.1:\(port)/ws", "TETHER_TOKEN_FILE": tokenFile, "TETHER_DIALECT": "auto"])
+        defer { set.stop() }
+        let bus = try BusClient(source: "auto-test", runDirectory: set.run.runDirectory, logger: Logger(label: "auto-test"))
+        let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
+        let connected = try await states.waitFor { $0.phase == .connected }.value
+        #expect(connected.gateway?.dialect.rawValue == dialect, "\(String(describing: connected.gateway))")
+        let send = try set.tether(["send", "detected", dialect])
+        #expect(send.status == 0 && send.standardOutput == "You said: detected \(dialect)\n", "\(send.standardError)")
+        await bus.close()
     }
 }

@@ -45,7 +45,7 @@ import TetherWire
         let waiting = try await states.waitFor { $0.failure == .pairingRequired }.value
         let words = waiting.lastError ?? ""
         #expect(words.contains("openclaw devices approve "), "\(words)")
-        #expect(waiting.words.contains("connects by itself once approved"), "\(waiting.words)")
+        #expect(waiting.words.hasPrefix("Waiting for approval: ") && waiting.words.contains("connects once it is approved"), "\(waiting.words)")
         let request = try #require(words.range(of: "request ").map { words[$0.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" } })
         // Only the gateway's side is touched: nothing more is typed into Tether.
         let approval = try set.approve(String(request))

@@ -133,4 +133,23 @@ import TetherWire
         #expect(screen.render(width: 60, height: 6, at: start).rows.first?.style != .error, "Esc hides the banner")
         #expect(screen.handle(.control("c"), at: start) == .quit)
     }
+
+    @Test func theSessionIsInTheStatusLineAndCtrlXStopsAReply() throws {
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        screen.apply(try message(.connectionState, ConnectionStatus(phase: .connected, url: "ws://g", epoch: 1)), at: start)
+        screen.apply(try message(.conversationSession, ConversationSession(dialect: .openclaw, sessionKey: "agent:main:work")), at: start)
+        var status = screen.render(width: 200, height: 6, at: start).rows[4].text
+        #expect(status.contains("Connected · session agent:main:work"), "\(status)")
+        #expect(!status.contains("Ctrl-X"), "offered only while a reply is being written")
+        screen.apply(try message(.botState, BotStateUpdate(state: .typing, botName: "Bot")), at: start)
+        status = screen.render(width: 200, height: 6, at: start).rows[4].text
+        #expect(status.contains("Ctrl-X stop reply"), "\(status)")
+        #expect(screen.handle(.control("x"), at: start) == .abort)
+    }
+
+    @Test func waitingForApprovalSaysWhatToRun() throws {
+        let status = ConnectionStatus(
+            phase: .failed, url: "ws://g", epoch: 0, lastError: "approve it on the gateway with `openclaw devices approve r-1`", failure: .pairingRequired)
+        #expect(status.words == "Waiting for approval: approve it on the gateway with `openclaw devices approve r-1`")
+    }
 }

@@ -20,7 +20,7 @@ import TetherTesting
     @Test func everyComposeFileLoads() throws {
         let folder = Programs.packageRoot + "/compose"
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(names == ["default.yaml", "gateway.yaml", "headless.yaml", "python.yaml"])
+        #expect(names == ["default.yaml", "gateway.yaml", "headless.yaml", "openclaw.yaml", "python.yaml"])
         for name in names {
             let file = try ComposeFile.load(path: folder + "/" + name)
             #expect(file.programs.contains { $0.name == "connd" }, "\(name)")

@@ -345,6 +345,46 @@ import TetherWire
     }
 }
 
+extension OpenClawDeliveryTests {
+    @Test func aMessageLargerThanTheGatewaysFramesIsRefusedAtSendTimeOrFailedUnwritten() {
+        var driver = Driver()
+        // Queued before any connection: the gateway's limit is not known yet.
+        driver.send("big-early", content: String(repeating: "x", count: 2000))
+        let gateway = GatewayInfo(dialect: .openclaw, protocolVersion: 4, maximumPayload: 1024, mainSessionKey: "agent:main:main")
+        driver.handle(.connectionUp(epoch: 1, id: "c1", gateway: gateway))
+        driver.handle(.wirePath(heard: true))
+        driver.history([], on: "c1")
+        #expect(driver.deliveries(of: "big-early").last == .failed)
+        #expect(driver.sent(on: "c1").isEmpty)
+        let refused = driver.machine.admit(
+            SendMessageCommand.Request(id: MessageID("big"), content: String(repeating: "y", count: 2000)), now: OpenClawDeliveryTests.at(1))
+        guard case .refuse(let words, _) = refused else {
+            Issue.record("admitted: \(refused)")
+            return
+        }
+        #expect(words.contains("at most 1024 bytes"), "\(words)")
+    }
+
+    @Test func aLookupIsWidenedOnceAndThenWhatIsStillUnsureIsWrittenAgainWithItsKey() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.handle(.connectionDown, at: 1)
+        driver.connect("c2", epoch: 2, at: 200)
+        // A full window of newer messages, starting after m1 was written: m1 may be older.
+        let newer = (0..<100).map { OpenClawDeliveryTests.user("other \($0)", at: 100 + Double($0) / 10) }
+        driver.history(newer, on: "c2")
+        let limits = (driver.requests["c2"] ?? []).filter { $0.method == "chat.history" }.compactMap { $0.params?["limit"]?.intValue }
+        #expect(limits == [100, 1000])
+        #expect(driver.sent(on: "c2").isEmpty)
+        // The gateway's whole history is no older: m1 is not there, and it is written again.
+        driver.history(newer, on: "c2")
+        #expect(driver.sent(on: "c2") == ["m1"])
+        #expect((driver.requests["c2"] ?? []).count { $0.method == "chat.history" } == 2, "widened only once")
+    }
+}
+
 /// How a history answer is read: which messages are Tether's, and the ids of the rest.
 @Suite struct HistoryMergeTests {
     static func at(_ seconds: Double) -> Date { OpenClawDeliveryTests.at(seconds) }

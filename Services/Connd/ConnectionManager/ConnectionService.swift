@@ -484,7 +484,12 @@ actor ConnectionDriver {
                     }
                     while let inbound = await messages.next() {
                         guard case .text(let text) = inbound else { continue }
-                        try? bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
+                        do {
+                            try bus.publish(WireFrame(epoch: epoch, text: text), on: .wireInbound)
+                        } catch {
+                            // Too large for the bus, or the bus is gone: said, not silent.
+                            await self.dropped(frameOf: text.utf8.count, error)
+                        }
                     }
                     group.cancelAll()
                 }
@@ -530,6 +535,10 @@ actor ConnectionDriver {
             let problem = await classify(error, token: token)
             attemptEnded(id: id, opened: opened.isSet, problem: problem, token: token)
         }
+    }
+
+    private func dropped(frameOf size: Int, _ error: any Error) {
+        logger.warning("dropped a frame from the gateway: it could not go on the bus", metadata: ["wire.bytes": "\(size)", "bus.error": "\(error)"])
     }
 
     /// Keeps a device token the gateway issued, as a secret (never published or logged).

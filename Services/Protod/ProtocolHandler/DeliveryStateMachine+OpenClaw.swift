@@ -22,6 +22,10 @@ struct OpenClawLink: Sendable, Equatable {
     var recovered = false
     /// Asked for another lookup once the one under way is answered.
     var lookupAgain = false
+    /// A lookup was widened to the gateway's maximum on this connection: it is not widened again.
+    var widened = false
+    /// The largest frame the gateway reads (`policy.maxPayload`).
+    var maximumPayload: Int?
     private var requests = 0
 
     struct HistoryLookup: Sendable, Equatable {
@@ -35,7 +39,17 @@ struct OpenClawLink: Sendable, Equatable {
         sessionKey = OpenClawProtocol.canonicalSessionKey(requested, mainSessionKey: gateway.mainSessionKey)
         clockOffset = Double(gateway.clockOffsetMilliseconds ?? 0) / 1000
         gatewayStartedAt = gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
+        maximumPayload = gateway.maximumPayload
     }
+
+    /// Whether a message's `chat.send` fits in the gateway's largest frame.
+    func fits(_ content: String) -> Bool {
+        guard let maximumPayload else { return true }
+        return content.utf8.count + Self.sendOverhead <= maximumPayload
+    }
+
+    /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes aside).
+    static let sendOverhead = 512
 
     private static let codec = OpenClawCodec()
 
@@ -412,7 +426,8 @@ extension DeliveryStateMachine {
         let unsure = pending.filter { message in
             message.everWritten && !merge.found.contains(message.messageID) && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
         }
-        if !unsure.isEmpty, lookup.limit < 1000 {
+        if !unsure.isEmpty, lookup.limit < 1000, !link.widened {
+            link.widened = true
             write(link.historyRequest(limit: 1000, now: now), on: open.epoch, into: &actions)
             open.dialect = .openClaw(link)
             connection = open

@@ -312,6 +312,11 @@ public struct DeliveryStateMachine: Sendable {
             strategy = fallback
         }
         if strategy == .latestOnly, request.kind == nil { return .refuse("latestOnly needs a kind", actions: []) }
+        if case .openClaw(let link)? = connection?.dialect, !link.fits(request.content) {
+            return .refuse(
+                "the message is \(request.content.utf8.count) bytes; the gateway reads frames of at most \(link.maximumPayload ?? 0) bytes: shorten it",
+                actions: [])
+        }
         // A latestOnly message replaces a waiting one of its kind: it takes no more room.
         let replacesOne = strategy == .latestOnly && pending.contains { !$0.everWritten && $0.kind == request.kind && $0.strategy == .latestOnly }
         guard replacesOne || queuedCount < settings.maximumQueued else {
@@ -567,6 +572,12 @@ public struct DeliveryStateMachine: Sendable {
     mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
         if !open.verified, gatewayResumes != true, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
             return startProbe(now: now, force: true, into: &actions)
+        }
+        if case .openClaw(let link) = open.dialect {
+            // Queued before this gateway's limit was known, and never written: it cannot be.
+            let tooLarge = pending.filter { !$0.everWritten && !link.fits($0.content) }.map(\.id)
+            let limit = link.maximumPayload ?? 0
+            settle(tooLarge, as: .failed, into: &actions) { _ in "too large for the gateway: it reads frames of at most \(limit) bytes" }
         }
         var written: [String] = []
         var inFlight = pending.count { $0.writtenOn == open.id }
