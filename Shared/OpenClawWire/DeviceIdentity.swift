@@ -73,7 +73,8 @@ public struct DeviceSignedPayload: Sendable, Hashable {
         self.deviceFamily = deviceFamily
     }
 
-    /// `v2|id|client|mode|role|scopes|signedAt|token|nonce`, and for v3 `|platform|family` in ASCII lowercase.
+    /// `v2|id|client|mode|role|scopes|signedAt|token|nonce`, and for v3 `|platform|family`
+    /// trimmed and in ASCII lowercase (an absent family is empty), as the gateway builds it.
     public var text: String {
         var fields = [version.rawValue, deviceID, clientID, clientMode, role, scopes.joined(separator: ","), String(signedAtMs), token, nonce]
         if version == .v3 {
@@ -82,8 +83,10 @@ public struct DeviceSignedPayload: Sendable, Hashable {
         return fields.joined(separator: "|")
     }
 
+    /// As the gateway normalises them: trimmed, then A-Z lowercased (nothing else).
     private static func asciiLowercased(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return String(String.UnicodeScalarView(trimmed.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
     }
 }
 

@@ -123,8 +123,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
-        guard let range = protocolRange, range.lowerBound >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
-        _ = range
+        guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }

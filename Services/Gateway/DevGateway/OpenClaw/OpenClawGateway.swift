@@ -80,12 +80,12 @@ actor OpenClawGateway {
     func opened(_ link: OpenClawLink) async {
         let challenge = ConnectChallenge(nonce: link.nonce, ts: Self.milliseconds(Date()))
         try? await link.write(codec.encode(.event(name: "connect.challenge", payload: try? JSONValue(encoding: challenge), seq: nil)))
-        let deadline = Task { [weak link] in
+        // A client that has not connected within 10 s is closed, as the gateway does.
+        Task { [weak link] in
             try? await Task.sleep(for: .seconds(10))
             guard let link, !link.isConnected else { return }
             try? await link.close(.normalClosure, reason: "")
         }
-        _ = deadline
     }
 
     func closed(_ link: OpenClawLink) {
