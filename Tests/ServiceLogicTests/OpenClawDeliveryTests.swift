@@ -385,6 +385,43 @@ extension OpenClawDeliveryTests {
     }
 }
 
+extension OpenClawDeliveryTests {
+    /// Whatever the gateway answers or not, a tick at the machine's deadline moves it on: no
+    /// deadline is left in the past (a timer firing at once, over and over).
+    @Test(arguments: ["nothing answered", "ticks but no history", "history then silence", "a reply growing then quiet"])
+    func noDeadlineIsLeftDueAfterATick(scenario: String) {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, streamInterval: 0.05))
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.send("m1")
+        switch scenario {
+        case "ticks but no history":
+            for second in stride(from: 0.5, through: 6, by: 0.5) { driver.event("tick", .object([:]), on: "c1", at: second) }
+        case "history then silence":
+            driver.history([], on: "c1", at: 0.5)
+        case "a reply growing then quiet":
+            driver.history([], on: "c1", at: 0.1)
+            driver.respond("send:m1", Self.started, at: 0.2)
+            driver.chat(Self.delta("m1", text: "a", increment: "a"), on: "c1")
+            driver.now = 0.21
+            driver.chat(Self.delta("m1", text: "ab", increment: "b"), on: "c1")
+        default:
+            break
+        }
+        var ticks = 0
+        while let next = driver.machine.nextDeadline, ticks < 100 {
+            let seconds = next.timeIntervalSince(OpenClawDeliveryTests.t0)
+            guard seconds < 60 else { break }
+            driver.handle(.tick, at: max(driver.now, seconds))
+            ticks += 1
+            if let after = driver.machine.nextDeadline {
+                #expect(after > OpenClawDeliveryTests.at(driver.now), "\(scenario): a deadline still due at \(driver.now) s after a tick")
+                if after <= OpenClawDeliveryTests.at(driver.now) { return }
+            }
+        }
+        #expect(ticks < 100, "\(scenario): \(ticks) ticks")
+    }
+}
+
 /// How a history answer is read: which messages are Tether's, and the ids of the rest.
 @Suite struct HistoryMergeTests {
     static func at(_ seconds: Double) -> Date { OpenClawDeliveryTests.at(seconds) }

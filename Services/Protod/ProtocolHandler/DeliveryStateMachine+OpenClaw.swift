@@ -111,8 +111,10 @@ extension DeliveryStateMachine {
         var deadlines: [Date] = []
         if let probe = open.probeDeadline { deadlines.append(probe) }
         if let lookup = link.history {
-            deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter))
-            deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline))
+            // Unanswered and quiet: probe (a connection heard from since is not probed yet).
+            if open.probeDeadline == nil { deadlines.append(max(lookup.sentAt, open.heardAt).addingTimeInterval(settings.probeAfter)) }
+            // Unanswered while the gateway answers other things: ask for fewer.
+            if open.heardAt > lookup.sentAt { deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline)) }
         }
         for message in pending where message.writtenOn == open.id {
             if let due = message.acknowledgementDue { deadlines.append(due) }
@@ -158,7 +160,7 @@ extension DeliveryStateMachine {
         }
         open.dialect = .openClaw(link)
         connection = open
-        if let lookup = link.history, now >= lookup.sentAt.addingTimeInterval(settings.probeAfter) {
+        if let lookup = link.history, now >= max(lookup.sentAt, open.heardAt).addingTimeInterval(settings.probeAfter) {
             startProbe(now: now, into: &actions)
         }
         if let deadline = connection?.probeDeadline, now >= deadline {

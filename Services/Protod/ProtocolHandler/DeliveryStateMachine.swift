@@ -275,6 +275,9 @@ public struct DeliveryStateMachine: Sendable {
         for stream in streams.values where stream.publicationDue {
             deadlines.append((stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
         }
+        for run in runs.values where run.publicationDue {
+            deadlines.append((run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
+        }
         // What the open connection is waiting for, while frames reach it and it is not being replaced.
         if let connection, wireHeard, !connection.replacing, case .openClaw(let link) = connection.dialect {
             deadlines += openClawDeadlines(connection, link)
