@@ -65,6 +65,9 @@ public enum ConnectionFailure: String, Codable, Sendable, CaseIterable {
     case unreachable
     /// The gateway rejected the token (HTTP 401 or 403); no retry until it changes.
     case credentialRejected
+    /// The token cannot be read here (a file missing, empty or readable by others, a
+    /// variable unset): the gateway was not asked. Connects once it can be read.
+    case credentialUnavailable
     /// The TLS handshake failed: the certificate is not trusted or does not match.
     case tls
     /// Every reconnect attempt after a lost connection failed.
@@ -86,6 +89,7 @@ public enum ConnectionFailure: String, Codable, Sendable, CaseIterable {
         switch self {
         case .unreachable: "check the gateway address and that the gateway is running"
         case .credentialRejected: "the token was rejected: fix the token file, then reconnect"
+        case .credentialUnavailable: "the token cannot be read here (the error says why): fix it; Tether connects as soon as it can read it"
         case .tls: "the gateway's certificate is not trusted: check the address, or pass its CA with --ca-file"
         case .retriesExhausted: "the gateway is not answering: reconnect when it is back"
         case .pairingRequired: "approve this device on the gateway (openclaw devices approve ID); Tether connects by itself once approved"

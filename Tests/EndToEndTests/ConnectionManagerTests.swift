@@ -212,6 +212,24 @@ import TetherTesting
         #expect(connd.standardError.contains("chmod 600"))
     }
 
+    @Test func aTokenFileThatBecomesUnreadableIsNamedAsSuchAndFixingItReconnects() async throws {
+        let rig = try await Rig()
+        try rig.startGateway()
+        try rig.startConnd()
+        _ = try await rig.connected(epoch: 1)
+        chmod(rig.tokenFile, 0o644)
+        let broken = ContinuousClock.now
+        _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
+        let failed = try await rig.states.waitFor(since: broken) { $0.phase == .failed }.value
+        #expect(failed.failure == .credentialUnavailable, "\(failed.words)")
+        #expect(failed.lastError?.contains("must not be readable by others") == true, "\(String(describing: failed.lastError))")
+        #expect(failed.words.contains("cannot be read here") && !failed.words.contains("rejected"), "\(failed.words)")
+        chmod(rig.tokenFile, 0o600)
+        let fixed = ContinuousClock.now
+        let back = try await rig.states.waitFor(timeout: .seconds(5), since: fixed) { $0.phase == .connected }
+        print("token file fixed: connected again \(fixed.duration(to: back.receivedAt)) later")
+    }
+
     @Test func suspendClosesWithinTheDeadlineAndResumeReconnects() async throws {
         let rig = try await Rig()
         try rig.startGateway()

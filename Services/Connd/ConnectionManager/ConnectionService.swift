@@ -402,7 +402,7 @@ actor ConnectionDriver {
         do {
             token = try configuration.credential.read()
         } catch {
-            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialRejected, "\(error)"), token: nil)
+            attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialUnavailable, "the token cannot be read: \(error)"), token: nil)
             return
         }
         let handshake: OpenClawHandshake?
@@ -657,12 +657,20 @@ actor ConnectionDriver {
         }
     }
 
-    /// While the gateway rejects the token, watches the credential for a change.
+    /// While the gateway rejects the token, or it cannot be read, watches the credential for
+    /// a change: a new token, or one that can be read again.
     func watchCredential() async {
         for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
-            guard case .failed(.credentialRejected) = machine.state else { continue }
-            guard let token = try? configuration.credential.read(), token != rejectedToken else { continue }
-            logger.info("the credential changed: connecting again")
+            switch machine.state {
+            case .failed(.credentialRejected):
+                guard let token = try? configuration.credential.read(), token != rejectedToken else { continue }
+                logger.info("the credential changed: connecting again")
+            case .failed(.credentialUnavailable):
+                guard (try? configuration.credential.read()) != nil else { continue }
+                logger.info("the credential can be read again: connecting")
+            default:
+                continue
+            }
             handle(.credentialChanged)
         }
     }

@@ -7,6 +7,8 @@ public struct ConnectionProblem: Equatable, Sendable {
         case unreachable
         /// The gateway answered HTTP 401 or 403: the token was rejected.
         case credentialRejected
+        /// The token could not be read here; the gateway was not asked.
+        case credentialUnavailable
         /// The TLS handshake failed (an untrusted or mismatched certificate).
         case tls
         /// OpenClaw: the gateway waits for a person to approve this device.
@@ -212,7 +214,7 @@ public struct ConnectionStateMachine: Sendable {
             state = firstAttempt
             return .to(.connect(attempt: 1))
 
-        case (.failed(.credentialRejected), .credentialChanged):
+        case (.failed(.credentialRejected), .credentialChanged), (.failed(.credentialUnavailable), .credentialChanged):
             state = firstAttempt
             return .to(.connect(attempt: 1))
         case (_, .credentialChanged):
@@ -245,6 +247,9 @@ public struct ConnectionStateMachine: Sendable {
         case .credentialRejected:
             // Retrying cannot help until the credential changes.
             state = .failed(.credentialRejected)
+            return .to()
+        case .credentialUnavailable:
+            state = .failed(.credentialUnavailable)
             return .to()
         case .tls:
             state = .failed(.tls)
@@ -312,7 +317,7 @@ public struct ConnectionStateMachine: Sendable {
             // The connection's local address may be gone with the old interface.
             state = .reconnecting(attempt: 1, inFlight: true)
             return .to(.closeConnection(deadline: nil), .connect(attempt: 1))
-        case .failed(let failure) where changed && failure != .credentialRejected:
+        case .failed(let failure) where changed && failure != .credentialRejected && failure != .credentialUnavailable:
             let actions = teardown(graceful: false)
             state = firstAttempt
             return Transition(accepted: true, actions: actions + [.connect(attempt: 1)])

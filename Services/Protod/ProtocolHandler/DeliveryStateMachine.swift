@@ -307,7 +307,9 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Decides whether a send may be committed; nothing changes until ``Event/accepted(_:fallbackFrom:)``.
     public mutating func admit(_ request: SendMessageCommand.Request, now: Date) -> Admission {
-        guard !request.content.isEmpty else { return .refuse("the message is empty", actions: []) }
+        guard !request.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return .refuse(request.content.isEmpty ? "the message is empty" : "the message is empty: only spaces or line breaks", actions: [])
+        }
         var strategy = request.strategy ?? .queued
         var fallbackFrom: DeliveryStrategy?
         if strategy == .immediate, !canWrite, let fallback = request.fallback, fallback != .immediate {

@@ -62,6 +62,8 @@ public enum Suggestions {
     public static let messagesNotAcknowledged = RecoverySuggestion(
         severity: .moderate,
         text: "The gateway is slow to acknowledge messages: Tether keeps them and checks the connection; check the gateway if this goes on.")
+    public static let tokenUnreadable = RecoverySuggestion(
+        severity: .critical, text: "Tether cannot read its token: fix the token file (it must exist, hold the token and be mode 0600) or the variable.")
     public static let outboxFull = RecoverySuggestion(
         severity: .minor, text: "The outbox is full: new messages are refused until the waiting ones have gone out.")
 
@@ -70,6 +72,7 @@ public enum Suggestions {
         switch (status.phase, status.failure) {
         case (.waitingForNetwork, _): checkNetwork
         case (.failed, .credentialRejected): tokenRejected
+        case (.failed, .credentialUnavailable): tokenUnreadable
         case (.failed, .tls): certificateUntrusted
         case (.failed, .unreachable): checkGatewayAddress
         case (.failed, _): gatewayNotAnswering

@@ -1,6 +1,7 @@
 public import Foundation
 public import TetherBus
 import TetherSchema
+import TetherService
 
 /// Writes bus messages for people (one line each: time, source, pid and sequence, topic,
 /// body; colored on a terminal) or as JSON lines, with secrets hidden.
@@ -23,14 +24,16 @@ public struct TapFormatter: Sendable {
     /// `{"at", "topic", "header", "body"}` where `at` is seconds since the tap started.
     public func format(_ message: BusMessage, at offset: TimeInterval) -> String {
         let bodyData = SecretRedactor.redact(message.body)
-        let body = String(decoding: bodyData, as: UTF8.self)
         switch style {
         case .pretty:
+            // What publishers wrote is shown, never obeyed: no escape sequence reaches the terminal.
+            let body = TerminalSafe.visible(String(decoding: bodyData, as: UTF8.self), newlines: false)
             let header = message.header
+            let source = TerminalSafe.visible(header.source, newlines: false)
             let pid = header.pid.map { "[\($0)]" } ?? ""
             let replay = header.replay ? paint(" (retained)", .magenta) : ""
-            return "\(paint(Self.clock(header.timestamp), .dim)) \(paint("\(header.source)\(pid)#\(header.sequence)", .cyan)) "
-                + "\(paint(message.topic.name, Self.color(of: message.topic)))\(replay) \(body)"
+            return "\(paint(Self.clock(header.timestamp), .dim)) \(paint("\(source)\(pid)#\(header.sequence)", .cyan)) "
+                + "\(paint(TerminalSafe.visible(message.topic.name, newlines: false), Self.color(of: message.topic)))\(replay) \(body)"
         case .json:
             return RecordedMessage.line(at: offset, topic: message.topic.name, header: message.header, body: bodyData)
         }
@@ -39,7 +42,7 @@ public struct TapFormatter: Sendable {
     /// A line about the tap's own findings (gaps, restarts), set apart from messages.
     public func note(_ text: String) -> String {
         switch style {
-        case .pretty: paint("-- \(text)", .red)
+        case .pretty: paint("-- \(TerminalSafe.visible(text, newlines: false))", .red)
         case .json: "{\"note\":\(RecordedMessage.quoted(text))}"
         }
     }

@@ -1,6 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 public import TetherBus
 import TetherSchema
+import TetherService
 import TetherWire
 
 /// The conversation as plain lines, for screen readers, logs and pipes: the stored
@@ -36,6 +40,11 @@ public struct PlainSession: Sendable {
                 }
             }
             for await line in Self.standardInputLines() {
+                // Bytes that are not UTF-8 are refused, not rewritten into something else.
+                guard let line else {
+                    Self.say("Not sent: the line is not valid UTF-8 text.")
+                    continue
+                }
                 let text = line.trimmingCharacters(in: .whitespaces)
                 guard !text.isEmpty else { continue }
                 let id = MessageID.random()
@@ -58,18 +67,31 @@ public struct PlainSession: Sendable {
         presence.leave()
     }
 
-    /// Lines of standard input, read on a thread of their own (a read blocks).
-    private static func standardInputLines() -> AsyncStream<String> {
-        let (lines, continuation) = AsyncStream<String>.makeStream()
+    /// Lines of standard input, read on a thread of their own (a read blocks); nil for a
+    /// line that is not valid UTF-8.
+    private static func standardInputLines() -> AsyncStream<String?> {
+        let (lines, continuation) = AsyncStream<String?>.makeStream()
         Thread.detachNewThread {
-            while let line = readLine() { continuation.yield(line) }
+            var buffer: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            // A stream of its own on descriptor 0: nothing else reads standard input.
+            let input = fdopen(STDIN_FILENO, "r")
+            defer { free(buffer) }
+            while let input {
+                let count = getline(&buffer, &capacity, input)
+                guard count >= 0, let buffer else { break }
+                var bytes = UnsafeRawBufferPointer(start: buffer, count: count)
+                if bytes.last == UInt8(ascii: "\n") { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
+                if bytes.last == UInt8(ascii: "\r") { bytes = UnsafeRawBufferPointer(rebasing: bytes.dropLast()) }
+                continuation.yield(String(validating: bytes, as: UTF8.self))
+            }
             continuation.finish()
         }
         return lines
     }
 
     private static func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileHandle.standardOutput.write(Data((TerminalSafe.visible(line) + "\n").utf8))
     }
 }
 

@@ -1,4 +1,5 @@
 import CNcursesw
+import TetherService
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -29,11 +30,11 @@ enum TerminalText {
         text.reduce(0) { $0 + columns(of: $1) }
     }
 
-    /// `text` cut to at most `width` columns.
+    /// `text` cut to at most `width` columns, its control characters shown as text.
     static func fit(_ text: String, width: Int) -> String {
         var result = ""
         var used = 0
-        for character in text {
+        for character in TerminalSafe.visible(text, newlines: false) {
             let taken = columns(of: character)
             guard used + taken <= width else { break }
             result.append(character)
@@ -43,10 +44,10 @@ enum TerminalText {
     }
 
     /// `text` in lines of at most `width` columns, broken at spaces where possible; a line
-    /// break in the text starts a new line.
+    /// break in the text starts a new line; control characters are shown as text.
     static func wrap(_ text: String, width: Int) -> [String] {
         var lines: [String] = []
-        for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for paragraph in TerminalSafe.visible(text).split(separator: "\n", omittingEmptySubsequences: false) {
             var line = ""
             var used = 0
             var lastSpace: String.Index?

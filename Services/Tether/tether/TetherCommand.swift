@@ -106,11 +106,24 @@ struct Send: AsyncParsableCommand {
     var wait: Double?
 
     func validate() throws {
-        guard !text.joined().trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the message is empty") }
+        // The shell hands over bytes: ones that are not UTF-8 are refused, not rewritten.
+        guard Self.argumentsAreUTF8 else {
+            throw ValidationError("the message is not valid UTF-8 text (check the terminal's or the file's encoding): nothing was sent")
+        }
+        guard !text.joined().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw ValidationError("the message is empty (only spaces or line breaks): nothing was sent")
+        }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         if strategy == .latestOnly && kind == nil { throw ValidationError("--strategy latestOnly needs --kind") }
         if let retry, RetryPolicy.named(retry) == nil { throw ValidationError("--retry must be default, patient or none") }
         if let wait, wait <= 0 { throw ValidationError("--wait must be positive") }
+    }
+
+    /// Whether every argument, as the process received it, is valid UTF-8.
+    static var argumentsAreUTF8: Bool {
+        (0..<Int(CommandLine.argc)).allSatisfy { index in
+            CommandLine.unsafeArgv[index].map { String(validatingCString: $0) != nil } ?? true
+        }
     }
 
     func run() async throws {
@@ -136,16 +149,16 @@ struct Send: AsyncParsableCommand {
         await bus.close()
         switch outcome {
         case .replied(let entry):
-            print(entry.content)
+            print(TerminalSafe.visible(entry.content))
             noteAttribution(entry.attribution)
         case .deliveredWithoutReply(let partial):
             if let partial {
-                print(partial.content)
+                print(TerminalSafe.visible(partial.content))
                 noteAttribution(partial.attribution)
             }
             say("delivered, but no whole reply within \(timeout) s" + (partial == nil ? "" : " (printed as far as it came)"))
         case .replyIncomplete(let entry):
-            print(entry.content)
+            print(TerminalSafe.visible(entry.content))
             noteAttribution(entry.attribution)
             say("delivered, but the reply is incomplete: \(entry.detail ?? "it was cut off")")
         case .notDelivered(let status):
@@ -162,7 +175,7 @@ struct Send: AsyncParsableCommand {
 
 /// Writes a line of `tether send`'s own to standard error.
 private func say(_ words: String) {
-    FileHandle.standardError.write(Data("tether: \(words)\n".utf8))
+    FileHandle.standardError.write(Data("tether: \(TerminalSafe.visible(words, newlines: false))\n".utf8))
 }
 
 /// Says when a reply was matched to the message by order, not named by the gateway.
@@ -249,7 +262,7 @@ struct ConversationPrinter: Service {
     }
 
     private func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        FileHandle.standardOutput.write(Data(((json ? line : TerminalSafe.visible(line)) + "\n").utf8))
     }
 }
 
@@ -272,7 +285,7 @@ struct Status: AsyncParsableCommand {
         if json {
             print(String(decoding: try BusSchema.makeEncoder().encode(report), as: UTF8.self))
         } else {
-            print(report.render())
+            print(TerminalSafe.visible(report.render()))
         }
         await bus.close()
     }
@@ -390,7 +403,7 @@ struct Sessions: AsyncParsableCommand {
         for session in reply.sessions {
             let marker = session.key == reply.current ? "*" : " "
             let updated = session.updatedAt.map { " (last active \(ISO8601.formatPrecise($0)))" } ?? ""
-            print("\(marker) \(session.key)\(session.displayName.map { " \($0)" } ?? "")\(updated)")
+            print(TerminalSafe.visible("\(marker) \(session.key)\(session.displayName.map { " \($0)" } ?? "")\(updated)", newlines: false))
         }
         if reply.sessions.isEmpty { print("(the gateway lists no session)") }
     }

@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import TetherTesting
+
+/// Text from outside never drives the user's terminal, and input that is not text is refused
+/// in words, not rewritten.
+@Suite(.serialized) struct BadInputTests {
+    /// What the development bot echoes back: an escape sequence that would turn the terminal
+    /// red, a bell, a carriage return that would overwrite the line, a bidirectional override.
+    static let hostile = "red \u{1B}[31mALERT\u{1B}[0m bell\u{07} cr\r over \u{202E}txet"
+    /// The same as a terminal must show it.
+    static let shown = "red ^[[31mALERT^[[0m bell^G cr^M over <U+202E>txet"
+
+    @Test func escapeSequencesFromTheGatewayAreShownNotObeyed() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let send = try set.tether(["send", Self.hostile])
+        #expect(send.status == 0, "\(send.standardError)")
+        #expect(send.standardOutput == "You said: \(Self.shown)\n", "\(send.standardOutput)")
+        #expect(!send.standardOutput.contains("\u{1B}") && !send.standardOutput.contains("\u{07}") && !send.standardOutput.contains("\r"))
+
+        let watch = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch")
+        let watched = await eventually { watch.standardOutput.contains("Opta: You said: \(Self.shown)") }
+        watch.stop()
+        #expect(watched, "\(watch.standardOutput)")
+        #expect(!watch.standardOutput.contains("\u{1B}"))
+
+        let input = set.run.path + "/plain-input"
+        try "\(Self.hostile) again\n".write(toFile: input, atomically: true, encoding: .utf8)
+        let plain = try ChildProcess(
+            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        #expect(try plain.waitForExit(timeout: .seconds(40)) == 0)
+        #expect(plain.standardOutput.contains("You said: \(Self.shown) again"), "\(plain.standardOutput)")
+        #expect(!plain.standardOutput.contains("\u{1B}"))
+
+        let tap = try ChildProcess(Programs.path("tether-tap"), ["--run-dir", set.run.path, "conv.message"], outputDirectory: set.run.path, name: "tap")
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try set.tether(["send", "tap", Self.hostile]).status == 0)
+        let tapped = await eventually { tap.standardOutput.contains("tap red") }
+        tap.stop()
+        #expect(tapped, "\(tap.standardOutput)")
+        // The tap's own colours aside (it is not a terminal here, so it writes none), no escape from a body.
+        #expect(!tap.standardOutput.contains("\u{1B}"), "\(tap.standardOutput)")
+        #expect(!tap.standardOutput.contains("\u{202E}"))
+
+        guard Tmux.available else { return }
+        let ui = try Tmux([Programs.path("tether"), "--run-dir", set.run.path], columns: 120, rows: 20, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        let screen = try await ui.waitFor("Opta: You said: \(Self.shown)")
+        #expect(screen.contains("You: \(Self.shown)"), "\(screen)")
+    }
+
+    @Test func invalidUTF8AndBlankMessagesAreRefusedInWords() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        // The shell hands the bytes over as they are: 0xFF is never UTF-8.
+        let invalid = try ChildProcess(
+            "/bin/sh", ["-c", #"exec "$0" send --run-dir "$1" "$(printf 'caf\351')""#, Programs.path("tether"), set.run.path],
+            outputDirectory: set.run.path, name: "invalid")
+        #expect(try invalid.waitForExit(timeout: .seconds(20)) != 0)
+        #expect(invalid.standardError.contains("not valid UTF-8"), "\(invalid.standardError)")
+        let blank = try set.tether(["send", "\n  \n"])
+        #expect(blank.status != 0)
+        #expect(blank.standardError.contains("the message is empty"), "\(blank.standardError)")
+
+        let input = set.run.path + "/plain-input"
+        FileManager.default.createFile(atPath: input, contents: Data([0x63, 0x61, 0x66, 0xE9, 0x0A]) + Data("after it\n".utf8))
+        let plain = try ChildProcess(
+            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        #expect(try plain.waitForExit(timeout: .seconds(40)) == 0)
+        #expect(plain.standardOutput.contains("Not sent: the line is not valid UTF-8 text."), "\(plain.standardOutput)")
+        #expect(plain.standardOutput.contains("You said: after it"), "the next line still goes: \(plain.standardOutput)")
+        let received = set.gatewayRecord().compactMap { $0["content"] as? String }
+        #expect(received == ["after it"], "the gateway received \(received)")
+    }
+}
