@@ -24,11 +24,13 @@ public enum BusProgram {
             logger: logger)
     }
 
-    /// Runs `services` in order until SIGTERM or SIGINT.
+    /// Runs `services` in order until SIGTERM or SIGINT, or (started by a compose
+    /// supervisor) until the supervisor is gone.
     public static func run(_ services: [any Service], logger: Logger) async throws {
+        let watch: [any Service] = SupervisorWatch.fromEnvironment(logger: logger).map { [$0] } ?? []
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) },
+                services: (services + watch).map { .init(service: $0) },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             ).withShutdownDeadline(.seconds(10)))

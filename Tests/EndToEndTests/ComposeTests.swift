@@ -106,6 +106,58 @@ import TetherTesting
     }
 }
 
+/// A supervisor that dies does not strand its set.
+@Suite(.serialized) struct SupervisorDeathTests {
+    @Test func aKilledSupervisorsProgramsStopAndUpWorksAgain() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let before = try #require(set.state())
+        let pids = before.programs.compactMap(\.pid)
+        #expect(pids.count == before.programs.count)
+        kill(before.supervisorPID, SIGKILL)
+        let killed = ContinuousClock.now
+        // A process that ended is gone or a zombie waiting for no one.
+        func running(_ pid: Int32) -> Bool {
+            guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+                return false
+            }
+            return stat[stat.index(close, offsetBy: 2)] != "Z"
+        }
+        let allStopped = await eventually(timeout: .seconds(5)) { !pids.contains(where: running) }
+        print("supervisor SIGKILLed: its \(pids.count) programs stopped within \(killed.duration(to: .now))")
+        #expect(allStopped, "still running: \(pids.filter(running))")
+
+        // A program that does not watch for its supervisor (not a Tether program) is stopped
+        // by the next up, which says so.
+        let file = set.run.path + "/with-sleeper.yaml"
+        try """
+            name: sleepy
+            programs:
+              - name: sleeper
+                command: [/bin/sleep, "600"]
+                ready: none
+            """.write(toFile: file, atomically: true, encoding: .utf8)
+        let first = try ChildProcess(
+            Programs.path("tether-compose"), ["up", "--detach", "--file", file, "--run-dir", set.run.path, "--bin-dir", Programs.directory],
+            outputDirectory: set.run.path, name: "up-sleeper")
+        #expect(try first.waitForExit(timeout: .seconds(30)) == 0, "\(first.standardError)")
+        let sleepy = try #require(set.state())
+        let sleeper = try #require(sleepy.programs.first?.pid)
+        kill(sleepy.supervisorPID, SIGKILL)
+        try await Task.sleep(for: .seconds(1))
+        #expect(running(sleeper), "the sleeper does not watch its supervisor")
+        let again = try ChildProcess(
+            Programs.path("tether-compose"), ["up", "--detach", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", set.run.path, "--bin-dir", Programs.directory],
+            environment: ["TETHER_GATEWAY_PORT": "\(set.port)", "TETHER_IDLE_SUSPEND": "0", "XDG_CONFIG_HOME": set.run.path + "/config"],
+            outputDirectory: set.run.path, name: "up-again")
+        #expect(try again.waitForExit(timeout: .seconds(60)) == 0, "\(again.standardError)")
+        #expect(again.standardError.contains("had died; stopped what it left running: sleeper (pid \(sleeper))"), "\(again.standardError)")
+        #expect(!running(sleeper))
+        let send = try set.tether(["send", "after", "the", "crash"])
+        #expect(send.status == 0 && send.standardOutput == "You said: after the crash\n", "\(send.standardError)")
+    }
+}
+
 /// compose/gateway.yaml, compose/headless.yaml and compose/openclaw.yaml, pointed at a
 /// gateway of their own as a real one would be (for openclaw.yaml, one speaking OpenClaw's protocol).
 @Suite(.serialized) struct RealGatewayComposeTests {

@@ -18,6 +18,27 @@ public struct ComposeControl: Sendable {
         isAlive(state.supervisorPID)
     }
 
+    /// After a supervisor that died (SIGKILL, a crash): stops whatever of its set still runs,
+    /// each program's process group (SIGTERM, then SIGKILL after `deadline`), and says what it
+    /// stopped. A process is only taken for one of the set when its environment names that
+    /// supervisor, so a reused pid is left alone. Nothing when the supervisor runs or no set ran.
+    public func stopWhatADeadSupervisorLeft(deadline: Duration = .seconds(5)) async -> [String] {
+        guard let state = paths.readState(), !supervisorIsRunning(state) else { return [] }
+        let marker = "\(SupervisorWatch.environmentVariable)=\(state.supervisorPID)"
+        let left = state.programs.compactMap { program -> (String, Int32)? in
+            guard let pid = program.pid, isAlive(pid), let environment = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return nil }
+            let variables = environment.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return variables.contains(marker) ? (program.name, pid) : nil
+        }
+        for (_, pid) in left { kill(-pid, SIGTERM) }
+        let end = ContinuousClock.now + deadline
+        while left.contains(where: { isAlive($0.1) }), ContinuousClock.now < end {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        for (_, pid) in left where isAlive(pid) { kill(-pid, SIGKILL) }
+        return left.map { "\($0.0) (pid \($0.1))" }
+    }
+
     /// The `ps` table.
     public func table(now: Date = Date()) -> String {
         guard let state = paths.readState() else { return "no set has run in \(paths.directory)" }

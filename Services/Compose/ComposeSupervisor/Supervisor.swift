@@ -263,7 +263,9 @@ public actor Supervisor {
         let output = self.output
         let attached = options.attached
         let deadline = options.stopDeadline
-        let environment = Environment.inherit.updating(["TETHER_RUN": options.runDirectory.path])
+        let environment = Environment.inherit.updating([
+            "TETHER_RUN": options.runDirectory.path, Environment.Key(stringLiteral: SupervisorWatch.environmentVariable): "\(getpid())",
+        ])
         do {
             let result = try await Subprocess.run(
                 .path(FilePath(executable)),

@@ -44,6 +44,15 @@ struct Up: AsyncParsableCommand {
         let runDirectory = set.resolved
         let composeFile = URL(fileURLWithPath: file).standardizedFileURL.path
         let binaries = binDir ?? URL(fileURLWithPath: CommandLine.executablePath).deletingLastPathComponent().path
+        // A set whose supervisor died: what it left running goes first, said in words.
+        let control = ComposeControl(runDirectory: runDirectory.path)
+        if let state = control.paths.readState(), !control.supervisorIsRunning(state) {
+            let stopped = await control.stopWhatADeadSupervisorLeft()
+            if !stopped.isEmpty {
+                FileHandle.standardError.write(
+                    Data("tether-compose: the last set's supervisor (pid \(state.supervisorPID)) had died; stopped what it left running: \(stopped.joined(separator: ", "))\n".utf8))
+            }
+        }
         if detach {
             try await startDetached(runDirectory: runDirectory, composeFile: composeFile, binaries: binaries)
             return

@@ -151,7 +151,9 @@ struct Serve: AsyncParsableCommand {
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .milliseconds(Int(tickInterval * 1000)), stateDirectory: stateDir,
                     dedupeWindow: .milliseconds(Int(dedupeWindow * 1000))) : nil)
-        let app = try DevGateway.makeApplication(configuration: configuration, logger: Logger(label: "tether-gateway"))
-        try await app.runService()
+        let logger = Logger(label: "tether-gateway")
+        let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)
+        // Started by a compose supervisor, it stops when the supervisor is gone.
+        try await BusProgram.run([app], logger: logger)
     }
 }
