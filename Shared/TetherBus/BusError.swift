@@ -63,6 +63,12 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     public static func handshakeFailed(endpoint: String) -> Self { .init(.handshakeFailed(endpoint: endpoint)) }
 
     /// True for ``timedOut(endpoint:attempts:)`` and ``busUnavailable(path:)``: the other side is not there.
+    /// The owner's refusal in its words, when the error is an `error` reply to a command.
+    public var refusal: String? {
+        if case .remote(_, let message) = code { return message }
+        return nil
+    }
+
     public var isUnreachable: Bool {
         switch code {
         case .timedOut, .busUnavailable, .keyRefused, .handshakeFailed: true

@@ -2,8 +2,12 @@
 import Glibc
 #endif
 import Foundation
+import Logging
 import Testing
+import TetherBus
+import TetherSchema
 import TetherTesting
+import TetherWire
 
 /// Text from outside never drives the user's terminal, and input that is not text is refused
 /// in words, not rewritten.
@@ -74,5 +78,45 @@ import TetherTesting
         #expect(plain.standardOutput.contains("You said: after it"), "the next line still goes: \(plain.standardOutput)")
         let received = set.gatewayRecord().compactMap { $0["content"] as? String }
         #expect(received == ["after it"], "the gateway received \(received)")
+    }
+}
+
+/// A message the sender was told is queued is never dropped in silence.
+@Suite(.serialized) struct QueuePromiseTests {
+    @Test func beyondTheLimitMessagesAreRefusedAtSendTimeAndTheAcceptedAreAllDeliveredOnce() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let bus = try BusClient(source: "promise-test", runDirectory: set.run.runDirectory, logger: Logger(label: "promise-test"))
+        let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
+        #expect(try set.tether(["suspend"]).status == 0)
+        var accepted: [MessageID] = []
+        var refused: [String] = []
+        for index in 1...160 {
+            let id = MessageID.random()
+            do {
+                _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: String(format: "held %03d", index)))
+                accepted.append(id)
+            } catch {
+                refused.append("\(error)")
+            }
+        }
+        #expect(accepted.count == 100 && refused.count == 60, "\(accepted.count) accepted, \(refused.count) refused")
+        #expect(refused.allSatisfy { $0.contains("the outbox is full") }, "\(refused.first ?? "")")
+        // A person sending one more is told at once, with its own exit code.
+        let more = try set.tether(["send", "--timeout", "5", "one", "more"])
+        #expect(more.status == 5, "exit \(more.status): \(more.standardError)")
+        #expect(more.standardError.contains("refused, nothing was queued: the outbox is full"), "\(more.standardError)")
+        #expect(try set.tether(["resume"]).status == 0)
+        let all = await eventually(timeout: .seconds(60)) {
+            Set(await deliveries.entries.filter { $0.value.status == .delivered }.map(\.value.id)).isSuperset(of: accepted)
+        }
+        #expect(all, "not every accepted message was delivered")
+        let ended = await deliveries.entries.filter { [.failed, .expired, .cancelled].contains($0.value.status) }
+        #expect(ended.isEmpty, "an accepted message ended undelivered: \(ended.prefix(3).map { "\($0.value.id) \($0.value.detail ?? "")" })")
+        var counts: [String: Int] = [:]
+        for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
+        #expect(counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        print("160 sent while suspended: 100 accepted and delivered once each, 60 refused at send time; tether send exit \(more.status.map(String.init) ?? "?")")
+        await bus.close()
     }
 }

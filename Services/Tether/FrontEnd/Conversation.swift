@@ -15,6 +15,9 @@ public enum SendOutcome: Sendable, Equatable {
     case notDelivered(DeliveryStatus)
     /// The gateway refused it.
     case failed(String)
+    /// Refused at send time (the outbox full, a message the gateway cannot take), in words:
+    /// nothing was queued.
+    case refused(String)
 
     /// The process exit code `tether send` ends with.
     public var exitCode: Int32 {
@@ -22,6 +25,7 @@ public enum SendOutcome: Sendable, Equatable {
         case .replied: 0
         case .deliveredWithoutReply, .replyIncomplete: 3
         case .notDelivered, .failed: 1
+        case .refused: 5
         }
     }
 }
@@ -46,7 +50,21 @@ public struct Conversation: Sendable {
         var request = options ?? SendMessageCommand.Request(id: id, content: text)
         request.id = id
         request.content = text
-        let accepted = try await bus.request(SendMessageCommand.self, request)
+        let answer: Result<SendMessageCommand.Reply, BusError>
+        do {
+            answer = .success(try await bus.request(SendMessageCommand.self, request))
+        } catch {
+            answer = .failure(error)
+        }
+        let accepted: SendMessageCommand.Reply
+        switch answer {
+        case .success(let reply):
+            accepted = reply
+        case .failure(let error):
+            // protod refused it before committing anything: nothing was queued.
+            guard let refusal = error.refusal else { throw error }
+            return .refused(refusal)
+        }
         if accepted.status == .failed || accepted.status == .cancelled {
             return .failed("the message was \(accepted.status.rawValue) at once (strategy \(request.strategy?.rawValue ?? "queued"))")
         }

@@ -168,6 +168,8 @@ struct Send: AsyncParsableCommand {
                     : "not delivered within \(timeout) s (the message is queued; it will be sent when the gateway is reachable)")
         case .failed(let reason):
             say("not delivered: \(reason)")
+        case .refused(let reason):
+            say("refused, nothing was queued: \(reason)")
         }
         if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
     }
