@@ -233,7 +233,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "EndToEndTests",
-                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "OpenClawWire", .logging],
+                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "OpenClawWire", "CZeroMQ", .logging],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),

@@ -27,8 +27,8 @@ public protocol Bus: Sendable {
     func serve(endpoint name: String) async throws(BusError) -> AsyncStream<IncomingCommand>
     /// Answers a command with a reply body encoded already.
     func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError)
-    /// Answers a command with an error in words.
-    func reply(to command: IncomingCommand, error message: String) throws(BusError)
+    /// Answers a command with an error: its code and words.
+    func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError)
 }
 
 extension Bus {

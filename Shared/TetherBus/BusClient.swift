@@ -178,7 +178,10 @@ public final class BusClient: Sendable {
         }
         let status = String(decoding: reply[1], as: UTF8.self)
         guard status == "ok" else {
-            throw .remote(endpoint: Command.endpoint, message: String(decoding: reply[2], as: UTF8.self))
+            // `{"code", "message"}`; an owner of an older version answers in words only.
+            let error = (try? JSONDecoder().decode(CommandErrorReply.self, from: Data(reply[2])))
+                ?? CommandErrorReply(.failed, String(decoding: reply[2], as: UTF8.self))
+            throw .remote(endpoint: Command.endpoint, error: error)
         }
         do {
             return try BusSchema.makeDecoder().decode(Command.Reply.self, from: Data(reply[2]))
@@ -210,9 +213,9 @@ public final class BusClient: Sendable {
         try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("ok".utf8), Array(encodedBody)]))
     }
 
-    /// Answers a command with an error in words.
-    public func reply(to command: IncomingCommand, error message: String) throws(BusError) {
-        try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("error".utf8), Array(message.utf8)]))
+    /// Answers a command with an error: `{"code", "message"}`.
+    public func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError) {
+        try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("error".utf8), Array(CommandErrorReply.encoded(error))]))
     }
 
     // MARK: Lifetime
@@ -264,4 +267,11 @@ enum BusOperation: Sendable {
         ready: CheckedContinuation<Result<Void, BusError>, Never>)
     case reply(name: String, frames: [[UInt8]])
     case shutdown(CheckedContinuation<Void, Never>)
+}
+
+extension CommandErrorReply {
+    /// The JSON body of an `error` reply.
+    static func encoded(_ error: CommandErrorReply) -> Data {
+        (try? BusSchema.makeEncoder().encode(error)) ?? Data(#"{"code":"failed","message":"unencodable error"}"#.utf8)
+    }
 }

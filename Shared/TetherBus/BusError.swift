@@ -1,3 +1,4 @@
+public import TetherSchema
 /// An error from the bus client.
 public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Code: Sendable, Equatable {
@@ -9,7 +10,7 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         case tooLarge(size: Int, limit: Int)
         case timedOut(endpoint: String, attempts: Int)
         case busUnavailable(path: String)
-        case remote(endpoint: String, message: String)
+        case remote(endpoint: String, error: CommandErrorReply)
         case malformedReply(endpoint: String)
         case malformedMessage(String)
         case encoding(String)
@@ -48,7 +49,7 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     /// A subscription could not be confirmed through the proxy.
     public static func busUnavailable(path: String) -> Self { .init(.busUnavailable(path: path)) }
     /// The command's owner answered with an error.
-    public static func remote(endpoint: String, message: String) -> Self { .init(.remote(endpoint: endpoint, message: message)) }
+    public static func remote(endpoint: String, error: CommandErrorReply) -> Self { .init(.remote(endpoint: endpoint, error: error)) }
     /// The command's owner answered with something that is not a reply.
     public static func malformedReply(endpoint: String) -> Self { .init(.malformedReply(endpoint: endpoint)) }
     /// A body could not be encoded or decoded.
@@ -65,7 +66,13 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     /// True for ``timedOut(endpoint:attempts:)`` and ``busUnavailable(path:)``: the other side is not there.
     /// The owner's refusal in its words, when the error is an `error` reply to a command.
     public var refusal: String? {
-        if case .remote(_, let message) = code { return message }
+        if case .remote(_, let error) = code { return error.message }
+        return nil
+    }
+
+    /// The owner's code, when the error is an `error` reply to a command.
+    public var refusalCode: CommandErrorReply.Code? {
+        if case .remote(_, let error) = code { return error.code }
         return nil
     }
 
@@ -94,8 +101,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
             "no reply from \(endpoint) after \(attempts) attempt\(attempts == 1 ? "" : "s"); is the program running?"
         case .busUnavailable(let path):
             "the bus at \(path) did not answer; is tether-bus running? (start the set with scripts/compose up)"
-        case .remote(let endpoint, let message):
-            "\(endpoint) refused the command: \(message)"
+        case .remote(let endpoint, let error):
+            "\(endpoint) refused the command (\(error.code.rawValue)): \(error.message)"
         case .malformedReply(let endpoint):
             "\(endpoint) sent a reply that is not a reply"
         case .malformedMessage(let reason):

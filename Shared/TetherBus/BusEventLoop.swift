@@ -320,7 +320,9 @@ final class BusEventLoop {
         do {
             let socket = try ZMQSocket(type: ZMQ_ROUTER, context: context)
             try socket.set(ZMQ_LINGER, 0)
-            try socket.set64(ZMQ_MAXMSGSIZE, Int64(BusSchema.maximumBodySize + 4096))
+            // Up to four times a body's limit is read, so that an oversized command gets its
+            // `tooLarge` answer; beyond that libzmq drops the caller's connection.
+            try socket.set64(ZMQ_MAXMSGSIZE, Int64(BusSchema.commandReadLimit))
             try socket.bind(endpoint)
             servers[name] = Server(socket: socket, continuation: continuation)
             return .success(())
@@ -510,7 +512,20 @@ final class BusEventLoop {
                 let method = String(validating: frames[2], as: UTF8.self)
             else {
                 counters.update { $0.malformed += 1 }
-                logger.warning("dropped a malformed command", metadata: ["bus.endpoint": "\(name)", "bus.frames": "\(frames.count)"])
+                logger.warning("refused a malformed command", metadata: ["bus.endpoint": "\(name)", "bus.frames": "\(frames.count)"])
+                let words =
+                    frames.count == 4
+                    ? "the request id and the method must be UTF-8 text"
+                    : "a command is three frames (request id, method, JSON body); this one had \(max(0, frames.count - 1))"
+                answer(frames, on: server.socket, with: CommandErrorReply(.malformed, words))
+                continue
+            }
+            guard frames[3].count <= BusSchema.maximumBodySize else {
+                counters.update { $0.malformed += 1 }
+                logger.warning("refused an oversized command", metadata: ["bus.endpoint": "\(name)", "bus.bytes": "\(frames[3].count)"])
+                answer(
+                    frames, on: server.socket,
+                    with: CommandErrorReply(.tooLarge, "the body is \(frames[3].count) bytes; a command's body is at most \(BusSchema.maximumBodySize) bytes"))
                 continue
             }
             let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(frames[3]), identity: frames[0])
@@ -518,6 +533,14 @@ final class BusEventLoop {
                 counters.update { $0.lagged += 1 }
             }
         }
+    }
+
+    /// Answers what the dispatcher never sees (a malformed or oversized command) from here,
+    /// the socket's owner: to the caller's identity, with its request id when there is one.
+    private func answer(_ frames: [[UInt8]], on socket: ZMQSocket, with error: CommandErrorReply) {
+        guard let identity = frames.first, !identity.isEmpty else { return }
+        let requestID = frames.count >= 2 && frames[1].count <= 256 ? frames[1] : []
+        try? socket.send([identity, requestID, Array("error".utf8), Array(CommandErrorReply.encoded(error))])
     }
 
     private func readReply(request id: Int) {

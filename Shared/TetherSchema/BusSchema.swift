@@ -8,6 +8,9 @@ public enum BusSchema {
 
     /// The largest message body a program publishes or accepts, in bytes.
     public static let maximumBodySize = 1 << 20
+    /// The most a command's owner reads of one command (its frames together): larger than a
+    /// body's limit, so that an oversized command is answered `tooLarge`, not dropped.
+    public static let commandReadLimit = 4 * maximumBodySize
 
     /// JSON encoder for bus bodies and headers: sorted keys, ISO 8601 dates with milliseconds.
     public static func makeEncoder() -> JSONEncoder {

@@ -14,6 +14,39 @@ public protocol BusCommand: Sendable {
     static var endpoint: String { get }
 }
 
+/// The body of an `error` reply to a command: a code for programs and words for people.
+public struct CommandErrorReply: Codable, Hashable, Sendable, Error {
+    public enum Code: String, Codable, Sendable, CaseIterable {
+        /// Not a command: the wrong number of frames, a request id or method that is not
+        /// UTF-8, or a body that is not the method's request.
+        case malformed
+        /// The body is over the bus's 1 MiB.
+        case tooLarge
+        /// The owner has no such method.
+        case unknownMethod
+        /// A field outside its bounds (an `attempts` below 1, a `limit` outside 1–1000…).
+        case outOfBounds
+        /// The owner understood and said no (the outbox full, an empty message…): nothing was done.
+        case refused
+        /// The owner could not carry it out (its database, a gateway that did not answer).
+        case failed
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// A request with bounds on its fields, checked by the owner before it is handled.
+public protocol BoundedRequest {
+    /// Why a field is out of its bounds, in words; nil when all are within them.
+    var outOfBounds: String? { get }
+}
+
 /// Endpoint names in the run directory.
 public enum Endpoints {
     /// Publishers connect here (the proxy's XSUB side).
@@ -384,5 +417,36 @@ public enum RecoverCommand: BusCommand {
             self.reconnecting = reconnecting
             self.health = health
         }
+    }
+}
+
+// MARK: Bounds the owners enforce
+
+extension SendMessageCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        guard let retry else { return nil }
+        if retry.attempts < 1 { return "retry.attempts must be at least 1 (it is \(retry.attempts))" }
+        if retry.delayMilliseconds < 0 { return "retry.delayMilliseconds cannot be negative (it is \(retry.delayMilliseconds))" }
+        if retry.timeoutMilliseconds < 1 { return "retry.timeoutMilliseconds must be at least 1 (it is \(retry.timeoutMilliseconds))" }
+        return nil
+    }
+}
+
+extension TranscriptCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        (1...TranscriptCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(TranscriptCommand.pageLimit) (it is \(limit))"
+    }
+}
+
+extension SnapshotCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        (1...TranscriptCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(TranscriptCommand.pageLimit) (it is \(limit))"
+    }
+}
+
+extension JournalCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        if after < 0 { return "after cannot be negative (it is \(after))" }
+        return (1...JournalCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(JournalCommand.pageLimit) (it is \(limit))"
     }
 }

@@ -6,9 +6,12 @@ import Foundation
 /// An error a command handler returns to its caller, in words.
 public struct CommandError: Error, CustomStringConvertible, Sendable {
     public let description: String
+    /// The code the `error` reply carries: the owner refused (the default), or could not do it.
+    public let code: CommandErrorReply.Code
 
-    public init(_ description: String) {
+    public init(_ description: String, code: CommandErrorReply.Code = .refused) {
         self.description = description
+        self.code = code
     }
 }
 
@@ -34,7 +37,10 @@ public struct CommandDispatcher: Sendable {
             do {
                 request = try BusSchema.makeDecoder().decode(Command.Request.self, from: body)
             } catch {
-                throw CommandError("request is not a valid '\(Command.method)': \(error)")
+                throw CommandErrorReply(.malformed, "the body is not a '\(Command.method)' request: \(Self.words(error))")
+            }
+            if let bounded = request as? any BoundedRequest, let words = bounded.outOfBounds {
+                throw CommandErrorReply(.outOfBounds, words)
             }
             return try BusSchema.makeEncoder().encode(try await handler(request))
         }
@@ -49,7 +55,8 @@ public struct CommandDispatcher: Sendable {
                 continue
             }
             guard let handler = handlers[command.method] else {
-                try? bus.reply(to: command, error: "unknown command '\(command.method)'")
+                let known = handlers.keys.sorted().joined(separator: ", ")
+                try? bus.reply(to: command, error: CommandErrorReply(.unknownMethod, "no method '\(command.method)' here; these are: \(known)"))
                 continue
             }
             do {
@@ -57,9 +64,46 @@ public struct CommandDispatcher: Sendable {
                 recentReplies[command.requestID] = reply
                 try bus.reply(to: command, encodedBody: reply)
             } catch {
-                logger.warning("command failed", metadata: ["command.method": "\(command.method)", "command.error": "\(error)"])
-                try? bus.reply(to: command, error: "\(error)")
+                let reply: CommandErrorReply =
+                    switch error {
+                    case let reply as CommandErrorReply: reply
+                    case let refusal as CommandError: CommandErrorReply(refusal.code, refusal.description)
+                    default: CommandErrorReply(.failed, "\(error)")
+                    }
+                logger.warning(
+                    "command refused", metadata: ["command.method": "\(command.method)", "command.code": "\(reply.code.rawValue)", "command.error": "\(reply.message)"])
+                try? bus.reply(to: command, error: reply)
             }
+        }
+    }
+}
+
+extension CommandDispatcher {
+    /// What is wrong with a body, in words rather than the decoder's.
+    static func words(_ error: any Error) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map(\.stringValue).filter { !$0.isEmpty }
+            return keys.isEmpty ? "the body" : "'\(keys.joined(separator: "."))'"
+        }
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            let within = context.codingPath.isEmpty ? "" : " in \(path(context))"
+            return "the field '\(key.stringValue)' is missing\(within)"
+        case DecodingError.typeMismatch(let type, let context): return "\(path(context)) should be \(Self.name(of: type))"
+        case DecodingError.valueNotFound(let type, let context): return "\(path(context)) is null where \(Self.name(of: type)) is needed"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "\(path(context)) has a value that is not allowed"
+        default: return "\(error)"
+        }
+    }
+
+    private static func name(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is UInt64.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "\(type)".contains("Array") ? "an array" : "an object"
         }
     }
 }

@@ -83,8 +83,8 @@ public final class InMemoryBus: Sendable {
             bus.answer(command, with: .success(encodedBody))
         }
 
-        public func reply(to command: IncomingCommand, error message: String) throws(BusError) {
-            bus.answer(command, with: .failure(.remote(endpoint: command.endpoint, message: message)))
+        public func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError) {
+            bus.answer(command, with: .failure(.remote(endpoint: command.endpoint, error: error)))
         }
 
         private static func encode(_ payload: some Encodable) throws(BusError) -> Data {

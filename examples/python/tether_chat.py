@@ -150,7 +150,13 @@ class Bus:
                     if len(reply) != 3 or reply[0].decode() != request_id:
                         raise RuntimeError(f"{endpoint} answered with a malformed reply")
                     if reply[1] != b"ok":
-                        raise RuntimeError(f"{endpoint} {method}: {reply[2].decode(errors='replace')}")
+                        # {"code", "message"} (docs/BUS.md, "Errors").
+                        try:
+                            error = json.loads(reply[2])
+                            words = f"{error['message']} ({error['code']})"
+                        except (ValueError, KeyError, TypeError):
+                            words = reply[2].decode(errors="replace")
+                        raise RuntimeError(f"{endpoint} {method}: {words}")
                     answer = json.loads(reply[2])
                     self.check(answer, reply_definition, f"reply to {method}")
                     return answer

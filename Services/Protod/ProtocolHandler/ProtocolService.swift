@@ -283,7 +283,7 @@ actor ProtocolEngine {
                 self.answer(request, with: nil)
             }
         }
-        guard let answer else { throw CommandError("the gateway did not answer \(method) within \(timeout)") }
+        guard let answer else { throw CommandError("the gateway did not answer \(method) within \(timeout)", code: .failed) }
         guard answer.ok else {
             throw CommandError("the gateway refused \(method): \(answer.error.map { "\($0.code) \($0.message)" } ?? "no reason given")")
         }
