@@ -34,7 +34,7 @@ import TetherWire
         }
         let restarted = await set.awaitRestart(of: "snapd", replacing: snapd)
         #expect(restarted)
-        let entries = try await client.request(TranscriptCommand.self, .init(limit: 2000)).entries
+        let entries = try await client.request(TranscriptCommand.self, .init(limit: 1000)).entries
         let ids = Set(entries.map(\.id.value))
         #expect(first.allSatisfy { ids.contains($0.id.value) }, "a committed entry was lost")
         // Entries of the second batch that were committed are whole, in order.

@@ -112,8 +112,9 @@ public struct Conversation: Sendable {
     /// connection identity and the latest `limit` transcript entries, with the revision
     /// they hold (see ``TranscriptModel``).
     public func firstFrame(frontEnd: String, limit: Int = 1000) async throws(BusError) -> FirstFrame {
-        let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(limit, TranscriptCommand.pageLimit)))
-        let entries = try await olderPages(after: reply.transcript, limit: limit)
+        // A page holds 1 to 1000 entries; none wanted is a page of one, left out.
+        let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(max(1, limit), TranscriptCommand.pageLimit)))
+        let entries = limit > 0 ? try await olderPages(after: reply.transcript, limit: limit) : []
         return FirstFrame(
             display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision, streaming: reply.streaming)
     }
