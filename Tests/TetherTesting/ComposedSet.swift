@@ -62,14 +62,17 @@ public final class ComposedSet {
         return process
     }
 
-    /// `tether-compose down`, then whatever is left is killed.
+    /// `tether-compose down`, then whatever is left is killed: also a supervisor the test
+    /// started again in the same run directory after its own died.
     public func stop() {
-        if supervisor.isRunning {
+        let current = state()?.supervisorPID
+        if supervisor.isRunning || current.map({ kill($0, 0) == 0 }) == true {
             if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: run.path, name: "down") {
                 _ = try? down.waitForExit(timeout: .seconds(40))
             }
         }
         supervisor.stop()
+        if let current, current > 1, kill(current, 0) == 0 { kill(current, SIGKILL) }
         for program in state()?.programs ?? [] {
             if let pid = program.pid, kill(pid, 0) == 0 { kill(-pid, SIGKILL) }
         }
