@@ -143,7 +143,7 @@ let package = Package(
         + program(
             "tether-gateway", library: "DevGateway", folder: "Gateway",
             dependencies: [
-                "OpenClawWire", "TetherWire", .logging, .serviceLifecycle,
+                "OpenClawWire", "TetherWire", "TetherService", .logging, .serviceLifecycle,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -286,7 +286,8 @@ extension DeliveryStateMachine {
         guard case .openClaw(let link)? = connection?.dialect else { return }
         // Another session's events are not this conversation's.
         if let key = event.sessionKey, key != link.sessionKey { return }
-        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || sentMessages.contains { $0.id.value == event.runId }
+        // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
+        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || knownEntries[MessageID(event.runId)] != nil
         guard ours else {
             // A run another client started: its messages come from the history, once it ended.
             if event.state != .delta { lookUpHistory(now: now, into: &actions) }

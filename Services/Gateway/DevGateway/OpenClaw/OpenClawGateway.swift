@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TetherService
 import NIOWebSocket
 import OpenClawWire
 
@@ -201,8 +202,7 @@ actor OpenClawGateway {
                 sessionDefaults: HelloOk.SessionDefaults(defaultAgentId: "main", mainKey: "main", mainSessionKey: Self.mainSessionKey, scope: "per-sender")),
             auth: HelloOk.Auth(deviceToken: issued?.token, role: connect.role, scopes: connect.scopes, issuedAtMs: Self.milliseconds(Date())),
             policy: HelloOk.Policy(
-                maxPayload: settings.maximumPayload, maxBufferedBytes: 16 << 20, tickIntervalMs: Int(settings.tickInterval.components.seconds * 1000)
-                    + Int(settings.tickInterval.components.attoseconds / 1_000_000_000_000_000)))
+                maxPayload: settings.maximumPayload, maxBufferedBytes: 16 << 20, tickIntervalMs: Int((settings.tickInterval.inSeconds * 1000).rounded())))
         return .accept(hello, deviceID: device.id, scopes: connect.scopes)
     }
 
@@ -289,7 +289,7 @@ actor OpenClawGateway {
         }
         let key = send.idempotencyKey
         if activeRuns[key] != nil { return (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil) }
-        if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.seconds {
+        if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.inSeconds {
             return (finished.ok, try? JSONValue(encoding: finished.result), finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed"))
         }
         let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -426,7 +426,7 @@ actor OpenClawGateway {
     }
 
     private func expireFinishedRuns() {
-        let cutoff = Date().addingTimeInterval(-settings.dedupeWindow.seconds)
+        let cutoff = Date().addingTimeInterval(-settings.dedupeWindow.inSeconds)
         finishedRuns = finishedRuns.filter { $0.value.at > cutoff }
         if finishedRuns.count > 1000 {
             for key in finishedRuns.sorted(by: { $0.value.at < $1.value.at }).prefix(finishedRuns.count - 1000).map(\.key) { finishedRuns[key] = nil }
@@ -440,10 +440,6 @@ actor OpenClawGateway {
     static func invalid(_ message: String) -> GatewayErrorShape { GatewayErrorShape(code: "INVALID_REQUEST", message: message) }
 
     static func missingScope(_ scope: String) -> GatewayErrorShape { invalid("missing scope: \(scope)") }
-}
-
-extension Duration {
-    var seconds: TimeInterval { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The devices the gateway paired, with the device token it issued each, kept in
