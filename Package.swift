@@ -128,6 +128,13 @@ let package = Package(
             path: "Shared/TetherBus",
             swiftSettings: swiftSettings
         ),
+        // SQLite files that survive damage and a full disk: checked at start, set aside in words.
+        .target(
+            name: "TetherStorage",
+            dependencies: ["TetherSchema", .grdb],
+            path: "Shared/TetherStorage",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TetherService",
             dependencies: ["TetherBus", "TetherSchema", .argumentParser, .logging, .serviceLifecycle],
@@ -165,11 +172,11 @@ let package = Package(
         )
         + program(
             "tether-protod", library: "ProtocolHandler", folder: "Protod",
-            dependencies: ["OpenClawWire", "TetherBus", "TetherSchema", "TetherWire", "TetherService", .logging, .serviceLifecycle, .grdb, .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["OpenClawWire", "TetherBus", "TetherSchema", "TetherWire", "TetherService", "TetherStorage", .logging, .serviceLifecycle, .grdb, .product(name: "Crypto", package: "swift-crypto")]
         )
         + program(
             "tether-snapd", library: "SnapshotStore", folder: "Snapd",
-            dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging, .serviceLifecycle, .grdb]
+            dependencies: ["TetherBus", "TetherSchema", "TetherService", "TetherStorage", .logging, .serviceLifecycle, .grdb]
         )
         + program(
             "tether-netmon", library: "NetworkMonitor", folder: "Netmon",
@@ -226,7 +233,7 @@ let package = Package(
                 name: "ServiceLogicTests",
                 dependencies: [
                     "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway",
-                    "TetherBus", "TetherSchema", "TetherWire", .argumentParser, .logging, .serviceLifecycle,
+                    "TetherBus", "TetherSchema", "TetherStorage", "TetherWire", .argumentParser, .logging, .serviceLifecycle, .grdb,
                 ],
                 path: "Tests/ServiceLogicTests",
                 swiftSettings: swiftSettings

@@ -151,6 +151,8 @@ extension Topic {
     public static let frontEndPresence: Topic = "frontend.presence"
     /// snapd committed a display snapshot, the identity, a catch-up or a compaction. Owner: tether-snapd. Body: ``SnapshotSaved``.
     public static let snapshotSaved: Topic = "snap.saved"
+    /// Retained. The state of a program's files: a full disk, damaged databases set aside. Owners: tether-protod, tether-snapd. Body: ``StorageReport``.
+    public static let storage: Topic = "storage"
     /// A program is alive. Every program, every second. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.

@@ -30,6 +30,9 @@ public struct CommandErrorReply: Codable, Hashable, Sendable, Error {
         case refused
         /// The owner could not carry it out (its database, a gateway that did not answer).
         case failed
+        /// The disk holding the owner's files is full: nothing was done; the message says
+        /// which file system and what to do.
+        case diskFull
     }
 
     public var code: Code

@@ -642,3 +642,55 @@ public struct ConversationChange: Codable, Hashable, Sendable {
         self.delivery = delivery
     }
 }
+
+/// The state of a program's files: a full disk now, databases found damaged at start and
+/// set aside. Retained on `storage` by each program that keeps a database.
+public struct StorageReport: Codable, Hashable, Sendable {
+    public enum State: String, Codable, Sendable {
+        /// Writes succeed.
+        case ok
+        /// The disk holding the program's files is full: what needs writing is refused or waits.
+        case full
+    }
+
+    public var program: String
+    public var state: State
+    /// When full: the file system, the room left and what to do, in words.
+    public var words: String?
+    /// Databases found damaged as the program started, set aside and replaced, with what could be recovered.
+    public var replaced: [ReplacedDatabase]
+    /// Since when the state holds.
+    public var since: Date
+
+    public init(program: String, state: State, words: String? = nil, replaced: [ReplacedDatabase] = [], since: Date) {
+        self.program = program
+        self.state = state
+        self.words = words
+        self.replaced = replaced
+        self.since = since
+    }
+
+    /// Whether there is anything to tell a person.
+    public var hasProblem: Bool { state != .ok || !replaced.isEmpty }
+}
+
+/// A database found damaged at start: set aside, a new one started in its place.
+public struct ReplacedDatabase: Codable, Hashable, Sendable {
+    /// The file that was damaged.
+    public var file: String
+    /// Where it was moved, still readable by hand.
+    public var movedTo: String?
+    /// What was wrong, in SQLite's words or ours ("file is not a database").
+    public var problem: String
+    /// The whole story for a person: what was damaged, where it went, what was recovered.
+    public var words: String
+    public var at: Date
+
+    public init(file: String, movedTo: String?, problem: String, words: String, at: Date) {
+        self.file = file
+        self.movedTo = movedTo
+        self.problem = problem
+        self.words = words
+        self.at = at
+    }
+}

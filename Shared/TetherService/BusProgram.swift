@@ -13,12 +13,12 @@ public enum BusProgram {
         options: ProgramOptions,
         state: (@Sendable () -> String)? = nil,
         counters: ProgramCounters? = nil,
-        makeServices: (BusClient, Logger) throws -> [any Service]
+        makeServices: (BusClient, Logger) async throws -> [any Service]
     ) async throws {
         options.bootstrapLogging()
         let logger = Logger(label: name)
         let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, logger: logger)
-        let services = try makeServices(bus, logger)
+        let services = try await makeServices(bus, logger)
         try await run(
             [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, counters: counters)],
             logger: logger)

@@ -14,9 +14,12 @@ public final class ComposedSet {
     /// with `namespace`, every program runs inside that network namespace. The connection
     /// is not suspended when front ends leave unless `TETHER_IDLE_SUSPEND` says so: a test's
     /// `tether send` must not suspend the set under the next step.
-    public init(file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil) async throws {
-        run = try TestRunDirectory()
-        port = try freePort()
+    /// With `reusing`, the set starts again in that set's run directory (stopped before) and on its port.
+    public init(
+        file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil, reusing earlier: ComposedSet? = nil
+    ) async throws {
+        run = try earlier?.run ?? TestRunDirectory()
+        port = try earlier?.port ?? freePort()
         let arguments = ["up", "--file", Programs.packageRoot + "/compose/" + file, "--run-dir", run.path, "--bin-dir", Programs.directory]
         let (executable, fullArguments) =
             namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)

@@ -445,9 +445,12 @@ struct LogFile: Sendable {
 }
 
 /// Writes `name | line` to standard output, one whole line at a time.
+///
+/// A line that cannot be written (a full disk under a detached supervisor's log) is lost,
+/// and only the line: a log is not worth a dead set.
 final class OutputWriter: Sendable {
     func write(_ name: String, _ line: String) {
         let padded = name.count >= 8 ? name : name + String(repeating: " ", count: 8 - name.count)
-        FileHandle.standardOutput.write(Data("\(padded) | \(line)\n".utf8))
+        try? FileHandle.standardOutput.write(contentsOf: Data("\(padded) | \(line)\n".utf8))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import TetherWire
+import TetherStorage
 public import TetherSchema
 
 /// Every conversation change protod publishes, numbered: the revision a subscriber uses to
@@ -42,6 +43,14 @@ public final class ConversationJournal: Sendable {
         }
         try migrator.migrate(database)
         name = try database.read { db in try String.fetchOne(db, sql: "SELECT name FROM identity WHERE id = 1") } ?? ""
+    }
+
+    /// Opens the journal at `path`; a damaged file is set aside and a new journal (with a new
+    /// name, so followers start again from its first revision) started.
+    public static func openChecked(path: String, capacity: Int = 50_000) async throws -> (ConversationJournal, ReplacedDatabase?) {
+        try await StoredDatabase.open(path, what: "the conversation journal", open: { try ConversationJournal(path: $0, capacity: capacity) }) { _, _ in
+            "tether-snapd keeps the transcript and follows the new journal from its start"
+        }
     }
 
     /// Journals a change and returns it with its revision. Synchronous on purpose: the

@@ -2,6 +2,7 @@ public import Foundation
 public import GRDB
 public import TetherSchema
 public import TetherWire
+import TetherStorage
 
 /// A message in the outbox.
 public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
@@ -237,5 +238,42 @@ public struct Outbox: Sendable {
     /// A message by id.
     public func message(id: String) async throws -> OutboxMessage? {
         try await database.read { db in try OutboxMessage.fetchOne(db, key: id) }
+    }
+
+    // MARK: A damaged outbox
+
+    /// The messages that can still be read from a damaged outbox file, in the order they were accepted.
+    public static func salvage(from path: String) -> [OutboxMessage] {
+        let rows = StoredDatabase.readableRows(in: path, query: "SELECT * FROM outbox ORDER BY sequence", table: "outbox")
+        let messages = rows.compactMap { row -> OutboxMessage? in
+            guard let message = try? OutboxMessage(row: row), !message.id.isEmpty else { return nil }
+            return message
+        }
+        return messages.sorted { $0.sequence < $1.sequence }
+    }
+
+    /// Puts messages read from a damaged outbox into this one, as they were (an id already
+    /// here is kept as it is); returns how many are still waiting to be sent.
+    public func restore(_ messages: [OutboxMessage]) async throws -> Int {
+        try await database.write { db in
+            var waiting = 0
+            for message in messages where try !message.exists(db) {
+                try message.insert(db)
+                if message.status == .queued || message.status == .sent { waiting += 1 }
+            }
+            return waiting
+        }
+    }
+
+    /// Opens the outbox at `path`; a damaged file is set aside and the messages that can
+    /// still be read from it are put into the new one.
+    public static func openChecked(path: String, now: Date = Date()) async throws -> (Outbox, ReplacedDatabase?) {
+        try await StoredDatabase.open(path, what: "the outbox", now: now, open: { try Outbox(path: $0) }) { damaged, fresh in
+            let salvaged = salvage(from: damaged)
+            guard let waiting = try? await fresh.restore(salvaged), !salvaged.isEmpty else {
+                return "no message could be read from it: any it held that were waiting to be sent are lost"
+            }
+            return "\(salvaged.count) message\(salvaged.count == 1 ? "" : "s") read back from it, \(waiting) of them still to be sent"
+        }
     }
 }

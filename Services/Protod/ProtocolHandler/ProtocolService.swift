@@ -4,6 +4,7 @@ public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
 public import TetherService
+public import TetherStorage
 import OpenClawWire
 import TetherWire
 
@@ -40,14 +41,18 @@ public struct ProtocolService: Service {
     private let engine: ProtocolEngine
     private let logger: Logger
 
-    /// - Parameter counters: where the frames protod drops are counted (``ProtocolCounter``).
+    /// - Parameters:
+    ///   - storage: what protod says of its files (retained on `storage`); by default, that all is well.
+    ///   - counters: where the frames protod drops are counted (``ProtocolCounter``).
     public init(
         bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(),
+        storage: StorageCondition = StorageCondition(program: "tether-protod", path: ".", replaced: []),
         counters: ProgramCounters = ProgramCounters(), logger: Logger
     ) {
         self.bus = bus
         self.logger = logger
-        self.engine = ProtocolEngine(bus: bus, outbox: outbox, journal: journal, settings: settings, counters: counters, logger: logger)
+        self.engine = ProtocolEngine(
+            bus: bus, outbox: outbox, journal: journal, settings: settings, storage: storage, counters: counters, logger: logger)
     }
 
     public func run() async throws {
@@ -108,6 +113,8 @@ actor ProtocolEngine {
     private let settings: ProtocolSettings
     private let logger: Logger
     private let counters: ProgramCounters
+    /// The outbox's disk, and the damaged files set aside at start.
+    private var storage: StorageCondition
     private let codec = WireCodec()
     private let openClawCodec = OpenClawCodec()
     private var machine: DeliveryStateMachine
@@ -123,8 +130,12 @@ actor ProtocolEngine {
     /// The gateway's answer to a command's request; nil when none came in time.
     typealias GatewayAnswer = (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)?
 
-    init(bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, counters: ProgramCounters, logger: Logger) {
+    init(
+        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, storage: StorageCondition, counters: ProgramCounters,
+        logger: Logger
+    ) {
         self.bus = bus
+        self.storage = storage
         self.outbox = outbox
         self.journal = journal
         self.settings = settings
@@ -134,6 +145,7 @@ actor ProtocolEngine {
     }
 
     func start() async throws {
+        retainStorage(storage.report)
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
         let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
@@ -210,8 +222,17 @@ actor ProtocolEngine {
                 await perform(actions)
                 throw CommandError(reason)
             case .commit(let strategy, let fallbackFrom):
-                let (message, inserted) = try await outbox.enqueue(
-                    id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
+                let enqueued: (OutboxMessage, inserted: Bool)
+                do {
+                    enqueued = try await outbox.enqueue(
+                        id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
+                    wrote()
+                } catch {
+                    guard let words = storage.fullDiskWords(for: error) else { throw error }
+                    writeFailed(error)
+                    throw CommandError("not queued: \(words)", code: .diskFull)
+                }
+                let (message, inserted) = enqueued
                 guard inserted else {
                     let status = machine.status(of: message.id) ?? DeliveryStatus(message.status)
                     return SendMessageCommand.Reply(id: request.id, status: status, accepted: false)
@@ -365,53 +386,85 @@ actor ProtocolEngine {
 
     private func perform(_ action: DeliveryStateMachine.Action) async {
         do {
-            switch action {
-            case .write(let frame):
-                publish(frame, on: .wireOutbound)
-            case .persistSent(let ids, let epoch, let connection, let at):
-                try await outbox.markSent(ids: ids, epoch: epoch, connection: connection, at: at)
-            case .persistDelivered(let id):
-                _ = try await outbox.markDelivered(id: id)
-            case .persistFinal(let ids, let status):
-                try await outbox.finish(ids, as: status)
-            case .publishEntry(let entry):
-                publishChange(entry)
-            case .publishDelivery(let update):
-                publishChange(update)
-            case .publishStream(let progress):
-                publish(progress, on: .conversationStream)
-            case .retainBotState(let state):
-                try bus.retain(state, on: .botState)
-            case .retainHealth(let report):
-                logger.notice("health \(report.state.rawValue)")
-                try bus.retain(report, on: .health)
-            case .retainSummary(let summary):
-                try bus.retain(summary, on: .outboxSummary)
-            case .diagnose(let event):
-                diagnose(event)
-            case .suggest(let suggestion):
-                publish(suggestion, on: .suggestion)
-            case .saveSession(let point):
-                try await outbox.saveSession(sessionID: point.sessionID, lastSequence: point.lastSequence)
-            case .retainSession(let session):
-                try bus.retain(session, on: .conversationSession)
-            case .commandAnswered(let id, let ok, let payload, let error):
-                answer(id, with: (ok, payload, error))
-            case .reconnect(let reason):
-                logger.warning("asking connd for a new connection", metadata: ["connection.reason": "\(reason)"])
-                let bus = self.bus
-                let logger = self.logger
-                // Not awaited here: the answer must not hold up the events behind this one.
-                Task {
-                    do {
-                        _ = try await bus.request(ConnectionCommand.self, .init(action: .reconnect, reason: reason), timeout: .seconds(2), attempts: 2)
-                    } catch {
-                        logger.error("connd did not take the reconnect", metadata: ["connection.error": "\(error)"])
-                    }
+            try await carryOut(action)
+            if action.writesTheOutbox { wrote() }
+        } catch {
+            writeFailed(error)
+            logger.error("cannot carry out \(action.name)", metadata: ["protod.error": "\(error)"])
+        }
+    }
+
+    private func carryOut(_ action: DeliveryStateMachine.Action) async throws {
+        switch action {
+        case .write(let frame):
+            publish(frame, on: .wireOutbound)
+        case .persistSent(let ids, let epoch, let connection, let at):
+            try await outbox.markSent(ids: ids, epoch: epoch, connection: connection, at: at)
+        case .persistDelivered(let id):
+            _ = try await outbox.markDelivered(id: id)
+        case .persistFinal(let ids, let status):
+            try await outbox.finish(ids, as: status)
+        case .publishEntry(let entry):
+            publishChange(entry)
+        case .publishDelivery(let update):
+            publishChange(update)
+        case .publishStream(let progress):
+            publish(progress, on: .conversationStream)
+        case .retainBotState(let state):
+            try bus.retain(state, on: .botState)
+        case .retainHealth(let report):
+            logger.notice("health \(report.state.rawValue)")
+            try bus.retain(report, on: .health)
+        case .retainSummary(let summary):
+            try bus.retain(summary, on: .outboxSummary)
+        case .diagnose(let event):
+            diagnose(event)
+        case .suggest(let suggestion):
+            publish(suggestion, on: .suggestion)
+        case .saveSession(let point):
+            try await outbox.saveSession(sessionID: point.sessionID, lastSequence: point.lastSequence)
+        case .retainSession(let session):
+            try bus.retain(session, on: .conversationSession)
+        case .commandAnswered(let id, let ok, let payload, let error):
+            answer(id, with: (ok, payload, error))
+        case .reconnect(let reason):
+            logger.warning("asking connd for a new connection", metadata: ["connection.reason": "\(reason)"])
+            let bus = self.bus
+            let logger = self.logger
+            // Not awaited here: the answer must not hold up the events behind this one.
+            Task {
+                do {
+                    _ = try await bus.request(ConnectionCommand.self, .init(action: .reconnect, reason: reason), timeout: .seconds(2), attempts: 2)
+                } catch {
+                    logger.error("connd did not take the reconnect", metadata: ["connection.error": "\(error)"])
                 }
             }
+        }
+    }
+
+    // MARK: Storage
+
+    /// A write to the outbox or the journal succeeded: a disk that was full has room again.
+    private func wrote() {
+        if let report = storage.writeSucceeded() {
+            logger.notice("the disk has room again: writing to the outbox and the journal")
+            retainStorage(report)
+        }
+    }
+
+    /// A write failed: a full disk is said on `storage` (the message stays where it was).
+    private func writeFailed(_ error: any Error) {
+        if let report = storage.writeFailed(error) {
+            logger.error("\(report.words ?? "the disk is full")")
+            retainStorage(report)
+        }
+    }
+
+    private func retainStorage(_ report: StorageReport) {
+        do {
+            try bus.retain(report, on: .storage)
         } catch {
-            logger.error("cannot carry out \(action.name)", metadata: ["protod.error": "\(error)"])
+            logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
         }
     }
 
@@ -432,6 +485,7 @@ actor ProtocolEngine {
         do {
             publish(try journal.record(body), on: type(of: body).topic)
         } catch {
+            writeFailed(error)
             logger.error("cannot journal a conversation change", metadata: ["journal.error": "\(error)"])
             publish(body, on: type(of: body).topic)
         }
@@ -439,6 +493,14 @@ actor ProtocolEngine {
 }
 
 extension DeliveryStateMachine.Action {
+    /// Whether carrying it out writes the outbox.
+    var writesTheOutbox: Bool {
+        switch self {
+        case .persistSent, .persistDelivered, .persistFinal, .saveSession: true
+        default: false
+        }
+    }
+
     /// The action's name, for the log.
     var name: String {
         switch self {

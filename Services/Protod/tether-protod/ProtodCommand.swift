@@ -4,6 +4,7 @@ import ProtocolHandler
 import TetherBus
 import TetherSchema
 import TetherService
+import TetherStorage
 
 @main
 struct ProtodCommand: AsyncParsableCommand {
@@ -61,10 +62,14 @@ struct ProtodCommand: AsyncParsableCommand {
                 sessionKey: session, sendWindow: sendWindow))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
-            [
+            let (outbox, outboxReplaced) = try await Outbox.openChecked(path: path)
+            let (journal, journalReplaced) = try await ConversationJournal.openChecked(path: journalPath)
+            let replaced = [outboxReplaced, journalReplaced].compactMap { $0 }
+            for file in replaced { logger.error("\(file.words)") }
+            return [
                 ProtocolService(
-                    bus: bus, outbox: try Outbox(path: path), journal: try ConversationJournal(path: journalPath), settings: settings,
-                    counters: counters, logger: logger)
+                    bus: bus, outbox: outbox, journal: journal, settings: settings,
+                    storage: StorageCondition(program: "tether-protod", path: path, replaced: replaced), counters: counters, logger: logger)
             ]
         }
     }

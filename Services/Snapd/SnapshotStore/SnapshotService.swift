@@ -3,6 +3,7 @@ public import ServiceLifecycle
 public import TetherBus
 import TetherSchema
 import TetherService
+public import TetherStorage
 
 /// The snapshot store: records the conversation from the bus, catches up from protod's
 /// journal on what it missed, keeps each front end's display snapshot and the connection
@@ -11,18 +12,26 @@ public struct SnapshotService: Service {
     private let bus: any Bus
     private let store: TranscriptStore
     private let catchUpInterval: Duration
+    private let storage: SharedStorageCondition
     private let logger: Logger
 
-    /// - Parameter catchUpInterval: how often protod's journal is asked for changes missed
-    ///   (besides at start and whenever a revision is skipped).
-    public init(bus: any Bus, store: TranscriptStore, catchUpInterval: Duration = .seconds(2), logger: Logger) {
+    /// - Parameters:
+    ///   - catchUpInterval: how often protod's journal is asked for changes missed
+    ///     (besides at start and whenever a revision is skipped).
+    ///   - storage: what snapd says of its files (retained on `storage`); by default, that all is well.
+    public init(
+        bus: any Bus, store: TranscriptStore, catchUpInterval: Duration = .seconds(2),
+        storage: StorageCondition = StorageCondition(program: "tether-snapd", path: ".", replaced: []), logger: Logger
+    ) {
         self.bus = bus
         self.store = store
         self.catchUpInterval = catchUpInterval
+        self.storage = SharedStorageCondition(storage)
         self.logger = logger
     }
 
     public func run() async throws {
+        retainStorage(storage.report)
         // Subscribe first, then catch up: a change published in between is in one or the other.
         let updates = try await bus.subscribe(
             to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name])
@@ -58,8 +67,15 @@ public struct SnapshotService: Service {
                 display: try await store.display(for: request.frontEnd), identity: try await store.identity(),
                 transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit)), streaming: try await store.streams())
         }
-        dispatcher.on(SaveDisplayCommand.self) { display in
-            try await store.save(display)
+        dispatcher.on(SaveDisplayCommand.self) { [self] display in
+            do {
+                try await store.save(display)
+                wrote()
+            } catch {
+                writeFailed(error)
+                guard let words = storage.fullDiskWords(for: error) else { throw error }
+                throw CommandError("the display was not saved: \(words)", code: .diskFull)
+            }
             try? bus.publish(SnapshotSaved(kind: .display, frontEnd: display.frontEnd), on: .snapshotSaved)
             return SaveDisplayCommand.Reply(savedAt: display.savedAt)
         }
@@ -86,9 +102,12 @@ public struct SnapshotService: Service {
                 default:
                     continue
                 }
+                wrote()
                 if applied.gap { onGap() }
                 announceCompaction(applied.compacted)
             } catch {
+                // Not kept: the next change shows a gap, and the catch-up fetches it from protod's journal.
+                writeFailed(error)
                 logger.warning("cannot record a conversation update", metadata: ["bus.topic": "\(message.topic)", "snapd.error": "\(error)"])
             }
         }
@@ -114,6 +133,7 @@ public struct SnapshotService: Service {
                 }
                 guard let last = reply.changes.last?.revision else { break }
                 announceCompaction(try await store.apply(journaled: reply.changes, from: reply.journal))
+                wrote()
                 fetched += reply.changes.count
                 revision = last
                 if reply.changes.count < JournalCommand.pageLimit { break }
@@ -123,8 +143,33 @@ public struct SnapshotService: Service {
                 try? bus.publish(SnapshotSaved(kind: .transcript, revision: revision, count: fetched), on: .snapshotSaved)
             }
         } catch {
-            // protod is down or busy: the next wakeup asks again.
+            writeFailed(error)
+            // protod is down or busy, or the disk full: the next wakeup asks again.
             logger.debug("cannot catch up with protod's journal now", metadata: ["snapd.error": "\(error)"])
+        }
+    }
+
+    /// A write succeeded: a disk that was full has room again.
+    private func wrote() {
+        if let report = storage.writeSucceeded() {
+            logger.notice("the disk has room again: recording the conversation")
+            retainStorage(report)
+        }
+    }
+
+    /// A write failed: a full disk is said on `storage`.
+    private func writeFailed(_ error: any Error) {
+        if let report = storage.writeFailed(error) {
+            logger.error("\(report.words ?? "the disk is full")")
+            retainStorage(report)
+        }
+    }
+
+    private func retainStorage(_ report: StorageReport) {
+        do {
+            try bus.retain(report, on: .storage)
+        } catch {
+            logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 public import TetherSchema
 import TetherWire
+import TetherStorage
 
 /// What snapd keeps in SQLite (WAL): the transcript (every message with its status, within
 /// a cap), how far it has followed protod's journal, each front end's display snapshot
@@ -255,21 +256,64 @@ public struct TranscriptStore: Sendable {
                 db,
                 sql: "SELECT * FROM (SELECT * FROM transcript WHERE position < ? ORDER BY position DESC LIMIT ?) ORDER BY position ASC",
                 arguments: [before ?? Int.max, max(0, limit)])
-            let entries = rows.map { row in
-                let senderType: String = row["senderType"]
-                let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
-                let inReplyTo: String? = row["inReplyTo"]
-                let attribution: String? = row["attribution"]
-                let revision: Int = row["revision"]
-                return TranscriptEntry(
-                    id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
-                    status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
-                    attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], revision: revision == 0 ? nil : revision)
-            }
+            let entries = rows.map(Self.entry(from:))
             let revision = try Self.appliedRevision(db)
             guard let oldest: Int = rows.first?["position"] else { return TranscriptCommand.Reply(entries: entries, revision: revision) }
             let older = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < ?)", arguments: [oldest]) ?? false
             return TranscriptCommand.Reply(entries: entries, nextBefore: older ? oldest : nil, revision: revision)
+        }
+    }
+
+    /// A stored row as a transcript entry.
+    private static func entry(from row: Row) -> TranscriptEntry {
+        let senderType: String = row["senderType"]
+        let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
+        let inReplyTo: String? = row["inReplyTo"]
+        let attribution: String? = row["attribution"]
+        let revision: Int = row["revision"]
+        return TranscriptEntry(
+            id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
+            status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
+            attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], revision: revision == 0 ? nil : revision)
+    }
+
+    // MARK: A damaged store
+
+    /// The transcript entries that can still be read from a damaged store file, oldest first,
+    /// without their revisions (which belong to the journal the old file followed).
+    public static func salvage(from path: String) -> [TranscriptEntry] {
+        let rows = StoredDatabase.readableRows(
+            in: path, query: "SELECT * FROM transcript ORDER BY position", table: "transcript",
+            filter: "id IS NOT NULL AND content IS NOT NULL AND timestamp IS NOT NULL AND senderType IS NOT NULL AND status IS NOT NULL")
+        return rows.compactMap { row -> TranscriptEntry? in
+            guard let id: String = try? row.decode(String.self, forColumn: "id"), !id.isEmpty,
+                (try? row.decode(Date.self, forColumn: "timestamp")) != nil,
+                (try? row.decode(String.self, forColumn: "content")) != nil
+            else { return nil }
+            var entry = entry(from: row)
+            entry.revision = nil
+            return entry
+        }
+    }
+
+    /// Puts entries read from a damaged store into this one, in one transaction; returns how many.
+    public func restore(_ entries: [TranscriptEntry]) async throws -> Int {
+        try await database.write { db in
+            for entry in entries { try Self.apply(entry, in: db) }
+            _ = try compact(db)
+            return entries.count
+        }
+    }
+
+    /// Opens the store at `path`; a damaged file is set aside, and the entries that can still
+    /// be read from it are put into the new one (the rest comes back from protod's journal).
+    public static func openChecked(path: String, maximumEntries: Int = 100_000) async throws -> (TranscriptStore, ReplacedDatabase?) {
+        try await StoredDatabase.open(path, what: "the transcript store", open: { try TranscriptStore(path: $0, maximumEntries: maximumEntries) }) {
+            damaged, fresh in
+            let salvaged = salvage(from: damaged)
+            let restored = (try? await fresh.restore(salvaged)) ?? 0
+            return "\(restored) transcript entr\(restored == 1 ? "y was" : "ies were") read back from it and the rest is taken again from "
+                + "tether-protod's journal (the newest 50,000 changes); the front ends' saved screens and drafts were lost"
         }
     }
 

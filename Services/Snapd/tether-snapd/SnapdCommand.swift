@@ -2,7 +2,9 @@ import ArgumentParser
 import Logging
 import SnapshotStore
 import TetherBus
+import TetherSchema
 import TetherService
+import TetherStorage
 
 @main
 struct SnapdCommand: AsyncParsableCommand {
@@ -26,7 +28,13 @@ struct SnapdCommand: AsyncParsableCommand {
     func run() async throws {
         let path = database ?? options.resolvedRunDirectory.file("snapd.sqlite")
         try await BusProgram.run("tether-snapd", options: options) { bus, logger in
-            [SnapshotService(bus: bus, store: try TranscriptStore(path: path, maximumEntries: maxEntries), logger: logger)]
+            let (store, replaced) = try await TranscriptStore.openChecked(path: path, maximumEntries: maxEntries)
+            if let replaced { logger.error("\(replaced.words)") }
+            return [
+                SnapshotService(
+                    bus: bus, store: store, storage: StorageCondition(program: "tether-snapd", path: path, replaced: replaced.map { [$0] } ?? []),
+                    logger: logger)
+            ]
         }
     }
 }

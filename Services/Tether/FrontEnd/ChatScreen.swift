@@ -62,6 +62,8 @@ public struct ChatScreen: Sendable {
     private var pendingCount = 0
     private var connection: ConnectionStatus?
     private var session: ConversationSession?
+    /// The set's storage problems: a full disk, damaged files set aside.
+    private var storage = StorageNotices()
     /// The last problem with something the user did, in words, until the next key.
     private var notice: String?
     /// The screen as saved when the front end last left, drawn until the transcript is known.
@@ -110,6 +112,9 @@ public struct ChatScreen: Sendable {
         case .conversationSession:
             guard let current = try? message.decode(ConversationSession.self) else { return false }
             session = current
+        case .storage:
+            guard let report = try? message.decode(StorageReport.self) else { return false }
+            _ = storage.apply(report)
         default:
             return false
         }
@@ -138,7 +143,9 @@ public struct ChatScreen: Sendable {
         case .down: composer.recallNewer()
         case .pageUp: scrollOffset += 10
         case .pageDown: scrollOffset = max(0, scrollOffset - 10)
-        case .escape: banner.dismiss(at: now)
+        case .escape:
+            banner.dismiss(at: now)
+            storage.hide()
         case .control("r"): return .reconnect
         case .control("x"): return .abort
         case .control("z"): return .suspend
@@ -169,6 +176,9 @@ public struct ChatScreen: Sendable {
                 case .good: .good
                 }
             rows.append(ScreenRow(" " + TerminalText.fit(shown.words + (shown.tone == .good ? "" : "   (Esc hides)"), width: width - 1), style))
+        }
+        for problem in storage.current where rows.count < height - 3 {
+            rows.append(ScreenRow(" " + TerminalText.fit("Storage: " + problem + "   (Esc hides)", width: width - 1), .error))
         }
         let composerRows = 1
         let statusRows = 1

@@ -158,6 +158,7 @@ public struct PlainAnnouncer: Sendable {
     private var network: NetworkPath?
     private var botState: BotState?
     private var session: String?
+    private var storage = StorageNotices()
     private let formatter = TranscriptFormatter()
 
     public init(model: TranscriptModel) {
@@ -198,6 +199,9 @@ public struct PlainAnnouncer: Sendable {
             guard let activity = try? message.decode(BotActivity.self), activity.state != botState else { return [] }
             botState = activity.state
             return activity.state == .idle ? [] : ["\(activity.botName) is \(activity.state.rawValue)…"]
+        case .storage:
+            guard let report = try? message.decode(StorageReport.self) else { return [] }
+            return storage.apply(report).map { "Storage: \($0)" }
         default:
             return []
         }

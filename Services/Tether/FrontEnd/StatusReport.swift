@@ -15,6 +15,8 @@ public struct StatusReport: Sendable, Codable {
     public var session: ConversationSession?
     /// The front ends attached now (their presence seen while listening), by kind and instance.
     public var frontEnds: [FrontEndPresence] = []
+    /// What each program that keeps files says of them: a full disk, damaged databases set aside.
+    public var storage: [StorageReport] = []
 
     public init() {}
 
@@ -24,6 +26,7 @@ public struct StatusReport: Sendable, Codable {
             to: [
                 Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name,
                 Topic.health.name, Topic.frontEndPresence.name, Topic.conversationSession.name,
+                Topic.storage.name,
             ],
             confirm: true)
         return await withTaskGroup(of: StatusReport?.self) { group in
@@ -31,6 +34,7 @@ public struct StatusReport: Sendable, Codable {
                 var report = StatusReport()
                 var heartbeats: [String: Heartbeat] = [:]
                 var frontEnds: [String: FrontEndPresence] = [:]
+                var storage: [String: StorageReport] = [:]
                 for await message in subscription {
                     switch message.topic {
                     case .heartbeat: if let beat = try? message.decode(Heartbeat.self) { heartbeats[beat.program] = beat }
@@ -40,6 +44,7 @@ public struct StatusReport: Sendable, Codable {
                     case .botState: report.bot = try? message.decode(BotActivity.self)
                     case .health: report.health = try? message.decode(HealthReport.self)
                     case .conversationSession: report.session = try? message.decode(ConversationSession.self)
+                    case .storage: if let stored = try? message.decode(StorageReport.self) { storage[stored.program] = stored }
                     case .frontEndPresence:
                         if let presence = try? message.decode(FrontEndPresence.self) {
                             frontEnds[presence.instance] = presence.state == .active ? presence : nil
@@ -47,6 +52,7 @@ public struct StatusReport: Sendable, Codable {
                     default: break
                     }
                     report.programs = heartbeats.values.sorted { $0.program < $1.program }
+                    report.storage = storage.values.sorted { $0.program < $1.program }
                     report.frontEnds = frontEnds.values.sorted { ($0.frontEnd, $0.pid) < ($1.frontEnd, $1.pid) }
                     if Task.isCancelled { break }
                 }
@@ -97,6 +103,11 @@ public struct StatusReport: Sendable, Codable {
         lines.append("outbox: " + (outbox.map { "\($0.pending) pending" } ?? "unknown (tether-protod is not running)"))
         if let health {
             lines.append("health: \(health.state.rawValue)")
+        }
+        if !storage.isEmpty {
+            var notices = StorageNotices()
+            for stored in storage { _ = notices.apply(stored) }
+            lines.append(contentsOf: notices.current.isEmpty ? ["storage: ok"] : notices.current.map { "storage: " + $0 })
         }
         if let key = session?.sessionKey { lines.append("session: \(key)" + (session?.requested.map { " (asked for \($0))" } ?? "")) }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }

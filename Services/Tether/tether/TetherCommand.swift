@@ -57,7 +57,8 @@ struct Chat: AsyncParsableCommand {
         do {
             // Subscribe first, then the snapshot: nothing falls between the two (the Clone pattern).
             let events = try await bus.subscribe(
-                to: ["conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name], confirm: true)
+                to: ["conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name],
+                confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
             if plainLines {
                 await PlainSession(bus: bus, frame: frame).run(events: events)
