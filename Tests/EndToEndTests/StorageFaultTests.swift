@@ -87,3 +87,88 @@ import TetherTesting
         return Int(said[range].split(separator: " ")[0])
     }
 }
+
+/// The run directory on a small file system of its own, filled while the set runs.
+@Suite(.serialized) struct FullDiskTests {
+    /// Mounts a tmpfs of `megabytes` on a new run directory; nil (with the reason printed) where it cannot.
+    static func smallFileSystem(megabytes: Int) throws -> TestRunDirectory? {
+        guard getuid() == 0 else {
+            print("skipped: mounting a small tmpfs for the run directory needs root")
+            return nil
+        }
+        let run = try TestRunDirectory()
+        let mount = try ChildProcess(
+            "/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0700", "tmpfs", run.path], outputDirectory: NSTemporaryDirectory(), name: "mount")
+        guard try mount.waitForExit(timeout: .seconds(10)) == 0 else {
+            print("skipped: cannot mount a tmpfs here: \(mount.standardError)")
+            return nil
+        }
+        return run
+    }
+
+    static func unmount(_ run: TestRunDirectory) {
+        _ = try? ChildProcess("/bin/umount", ["-l", run.path], outputDirectory: NSTemporaryDirectory(), name: "umount").waitForExit(timeout: .seconds(10))
+    }
+
+    /// Fills the file system holding `directory`; returns the filler's path.
+    static func fill(_ directory: String) -> String {
+        let path = directory + "/filler"
+        FileManager.default.createFile(atPath: path, contents: nil)
+        guard let handle = FileHandle(forWritingAtPath: path) else { return path }
+        let block = Data(repeating: 0x46, count: 64 * 1024)
+        while (try? handle.write(contentsOf: block)) != nil {}
+        // The last partial block.
+        while (try? handle.write(contentsOf: Data(repeating: 0x46, count: 512))) != nil {}
+        try? handle.close()
+        return path
+    }
+
+    @Test func aFullDiskRefusesInWordsAndTheSetCarriesOnWhenSpaceReturns() async throws {
+        guard let run = try Self.smallFileSystem(megabytes: 24) else { return }
+        defer { Self.unmount(run) }
+        let outputs = try TestRunDirectory()
+        let set = try await ComposedSet(in: run, outputs: outputs)
+        defer { set.stop() }
+        #expect(try set.tether(["send", "before the disk fills"]).status == 0)
+        let supervisorPID = try #require(set.state()?.supervisorPID)
+
+        let filler = Self.fill(run.path)
+        var delivered = 0
+        var refused = 0
+        for index in 1...6 {
+            let send = try set.tether(["send", "--timeout", "10", "while full \(index)"])
+            if send.status == 0 {
+                delivered += 1
+            } else {
+                refused += 1
+                #expect(send.status == 5, "refused at send time, nothing queued: \(send.status) \(send.standardError)")
+                #expect(send.standardError.contains("the disk holding \(run.path) is full (tmpfs at \(run.path), "), "\(send.standardError)")
+                #expect(send.standardError.contains("free some space; nothing you sent was lost"), "\(send.standardError)")
+            }
+        }
+        let whileFull = try set.tether(["status"]).standardOutput
+        #expect(kill(supervisorPID, 0) == 0, "the supervisor is alive while its log cannot be written")
+        if refused > 0 {
+            #expect(whileFull.contains("storage: the disk holding \(run.path) is full"), "\(whileFull)")
+        }
+
+        try FileManager.default.removeItem(atPath: filler)
+        var after = 0
+        for index in 1...3 where try set.tether(["send", "after space returned \(index)"]).status == 0 { after += 1 }
+        #expect(after == 3, "the set carries on by itself once space returns")
+        let status = try set.tether(["status"]).standardOutput
+        #expect(!status.contains("is full"), "\(status)")
+        #expect(status.contains("storage: ok"), "\(status)")
+        #expect(kill(supervisorPID, 0) == 0)
+        for program in set.state()?.programs ?? [] { #expect(program.phase == "running", "\(program.name) is \(program.phase)") }
+
+        // Every message the gateway had, once; none of the refused ones. (The gateway's record is
+        // on the same full disk: lines it could not write while full are missing from it.)
+        let contents = set.gatewayRecord().compactMap { $0["content"] as? String }
+        #expect(Set(contents).count == contents.count, "sent twice: \(contents)")
+        #expect(contents.filter { $0.hasPrefix("while full") }.count <= delivered, "\(contents)")
+        #expect(contents.filter { $0.hasPrefix("after space returned") }.count == 3, "\(contents)")
+        print("full disk: \(delivered) of 6 sends delivered while full, \(refused) refused in words; \(after) of 3 delivered after space returned")
+        print("tether status while full:\n\(whileFull)")
+    }
+}

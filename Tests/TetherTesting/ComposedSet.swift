@@ -7,6 +7,8 @@ import Foundation
 /// (or dropping it) leaves no process behind.
 public final class ComposedSet {
     public let run: TestRunDirectory
+    /// Where the output of the commands a test runs goes: the run directory, unless told otherwise.
+    public let outputs: TestRunDirectory
     public let port: Int
     public let supervisor: ChildProcess
 
@@ -14,11 +16,14 @@ public final class ComposedSet {
     /// with `namespace`, every program runs inside that network namespace. The connection
     /// is not suspended when front ends leave unless `TETHER_IDLE_SUSPEND` says so: a test's
     /// `tether send` must not suspend the set under the next step.
-    /// With `reusing`, the set starts again in that set's run directory (stopped before) and on its port.
+    /// With `reusing`, the set starts again in that set's run directory (stopped before) and on its port;
+    /// with `in`, in that run directory, and the output of the commands the test runs in `outputs`.
     public init(
-        file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil, reusing earlier: ComposedSet? = nil
+        file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil, reusing earlier: ComposedSet? = nil,
+        in directory: TestRunDirectory? = nil, outputs: TestRunDirectory? = nil
     ) async throws {
-        run = try earlier?.run ?? TestRunDirectory()
+        run = try earlier?.run ?? directory ?? TestRunDirectory()
+        self.outputs = outputs ?? run
         port = try earlier?.port ?? freePort()
         let arguments = ["up", "--file", Programs.packageRoot + "/compose/" + file, "--run-dir", run.path, "--bin-dir", Programs.directory]
         let (executable, fullArguments) =
@@ -53,14 +58,14 @@ public final class ComposedSet {
     /// Runs `tether-compose` with `arguments` against the set and waits for it.
     public func compose(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ChildProcess {
         let process = try ChildProcess(
-            Programs.path("tether-compose"), arguments + ["--run-dir", run.path], outputDirectory: run.path, name: "compose-\(arguments[0])")
+            Programs.path("tether-compose"), arguments + ["--run-dir", run.path], outputDirectory: outputs.path, name: "compose-\(arguments[0])")
         try process.waitForExit(timeout: timeout)
         return process
     }
 
     /// Runs a front-end command against the set and waits for it.
     public func tether(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ChildProcess {
-        let process = try ChildProcess(Programs.path("tether"), arguments + ["--run-dir", run.path], outputDirectory: run.path)
+        let process = try ChildProcess(Programs.path("tether"), arguments + ["--run-dir", run.path], outputDirectory: outputs.path)
         try process.waitForExit(timeout: timeout)
         return process
     }
@@ -70,7 +75,7 @@ public final class ComposedSet {
     public func stop() {
         let current = state()?.supervisorPID
         if supervisor.isRunning || current.map({ kill($0, 0) == 0 }) == true {
-            if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: run.path, name: "down") {
+            if let down = try? ChildProcess(Programs.path("tether-compose"), ["down", "--run-dir", run.path], outputDirectory: outputs.path, name: "down") {
                 _ = try? down.waitForExit(timeout: .seconds(40))
             }
         }
