@@ -76,6 +76,13 @@ import TetherTesting
         #expect(contents.filter { $0.hasPrefix("queued ") }.count == recovered, "recovered \(recovered ?? -1), delivered \(contents)")
         if damage == .zeroed {
             #expect(said.contains("no message could be read from it: any it held that were waiting to be sent are lost"), "\(said)")
+            // The terminal UI says it too, until Esc.
+            if Tmux.available {
+                let ui = try Tmux(
+                    [Programs.path("tether"), "--run-dir", set.run.path], columns: 200, rows: 24, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+                let screen = try await ui.waitFor("Storage: the outbox (\(set.run.path)/protod.sqlite) was damaged")
+                #expect(screen.contains("Storage: the transcript store"), "\(screen)")
+            }
         }
         print("damage \(damage.rawValue): \(recovered ?? 0) of 3 queued messages recovered and delivered; status said:\n\(said)")
     }
