@@ -54,9 +54,11 @@ public final class BusClient: Sendable {
         thread.start()
     }
 
-    /// A snapshot of the traffic counters.
+    /// A snapshot of the traffic counters, with the bodies this process could not decode.
     public var statistics: BusCounters {
-        counters.snapshot
+        var statistics = counters.snapshot
+        for (kind, count) in BusDrop.undecodableBodies.withLock({ $0 }) { statistics.dropped[kind] = count }
+        return statistics
     }
 
     // MARK: Publishing

@@ -257,9 +257,9 @@ final class BusEventLoop {
         guard let publisher else { return }
         do {
             let sent = try publisher.send(frames)
-            counters.update { sent ? ($0.published += 1) : ($0.publishDropped += 1) }
+            counters.update { sent ? ($0.published += 1) : $0.drop(BusDrop.publishRefused) }
         } catch {
-            counters.update { $0.publishDropped += 1 }
+            counters.update { $0.drop(BusDrop.publishRefused) }
             logger.warning("cannot publish", metadata: ["bus.error": "\(error)"])
         }
     }
@@ -467,20 +467,30 @@ final class BusEventLoop {
             }
             counters.update {
                 $0.received += 1
-                $0.lagged += lagged
+                $0.drop(BusDrop.lagged, count: lagged)
             }
         }
     }
 
     /// Checks a received multipart message; counts and drops anything that is not topic, header, body.
     private func parse(_ frames: [[UInt8]]) -> BusMessage? {
+        let message: BusMessage
         do {
-            return try BusMessage(frames: frames, decoder: decoder)
+            message = try BusMessage(frames: frames, decoder: decoder)
         } catch {
-            counters.update { $0.malformed += 1 }
+            let kind = frames.count == 3 && frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed
+            counters.update { $0.drop(kind) }
             logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(error)", "bus.frames": "\(frames.count)"])
             return nil
         }
+        guard message.header.schema == BusSchema.version else {
+            counters.update { $0.drop(BusDrop.unknownSchema) }
+            logger.warning(
+                "dropped a bus message written with another schema version",
+                metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)", "bus.schema": "\(message.header.schema)"])
+            return nil
+        }
+        return message
     }
 
     private func confirmProbe(topic: String) {
@@ -511,7 +521,7 @@ final class BusEventLoop {
                 let requestID = String(validating: frames[1], as: UTF8.self),
                 let method = String(validating: frames[2], as: UTF8.self)
             else {
-                counters.update { $0.malformed += 1 }
+                counters.update { $0.drop(BusDrop.malformedCommand) }
                 logger.warning("refused a malformed command", metadata: ["bus.endpoint": "\(name)", "bus.frames": "\(frames.count)"])
                 let words =
                     frames.count == 4
@@ -521,7 +531,7 @@ final class BusEventLoop {
                 continue
             }
             guard frames[3].count <= BusSchema.maximumBodySize else {
-                counters.update { $0.malformed += 1 }
+                counters.update { $0.drop(BusDrop.oversizedCommand) }
                 logger.warning("refused an oversized command", metadata: ["bus.endpoint": "\(name)", "bus.bytes": "\(frames[3].count)"])
                 answer(
                     frames, on: server.socket,
@@ -530,7 +540,8 @@ final class BusEventLoop {
             }
             let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(frames[3]), identity: frames[0])
             if case .dropped = server.continuation.yield(command) {
-                counters.update { $0.lagged += 1 }
+                counters.update { $0.drop(BusDrop.commandOverflow) }
+                logger.warning("dropped a command: no room to queue it", metadata: ["bus.endpoint": "\(name)", "bus.method": "\(method)"])
             }
         }
     }

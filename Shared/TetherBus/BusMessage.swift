@@ -15,14 +15,43 @@ public struct BusMessage: Sendable {
         self.body = body
     }
 
-    /// Decodes the body.
+    /// Decodes the body. A body that does not decode is counted (``BusDrop/undecodable(_:)``)
+    /// in this process's drops, which its heartbeat shows.
     public func decode<Payload: Decodable>(_ type: Payload.Type) throws(BusError) -> Payload {
         do {
             return try BusSchema.makeDecoder().decode(type, from: body)
         } catch {
+            BusDrop.undecodableBodies.withLock { $0[BusDrop.undecodable(topic.name), default: 0] += 1 }
             throw .encoding("body of \(topic) from \(header.source) is not a \(Payload.self): \(error)")
         }
     }
+}
+
+/// The kinds of bus message a program drops, as counted in ``BusCounters/dropped`` and shown
+/// by its heartbeat (`tether status --json`).
+public enum BusDrop {
+    /// Received, and not a message: the wrong number of frames, a topic that is not UTF-8, a header that is not a bus header.
+    public static let malformed = "malformed"
+    /// Received with a body over ``BusSchema/maximumBodySize``.
+    public static let oversized = "oversized"
+    /// Received with a header whose schema version this program does not know.
+    public static let unknownSchema = "unknownSchema"
+    /// Received, and a subscriber of this program had no room for it.
+    public static let lagged = "lagged"
+    /// Not published: the publisher's queue was full.
+    public static let publishRefused = "publishRefused"
+    /// A command that is not one (answered `malformed`).
+    public static let malformedCommand = "malformedCommand"
+    /// A command over the body limit (answered `tooLarge`).
+    public static let oversizedCommand = "oversizedCommand"
+    /// A command the serving program had no room to queue.
+    public static let commandOverflow = "commandOverflow"
+
+    /// A body of `topic` that did not decode as the schema says.
+    public static func undecodable(_ topic: String) -> String { "undecodable \(topic)" }
+
+    /// Bodies that did not decode, by kind: counted where they are read, anywhere in the process.
+    static let undecodableBodies = Mutex<[String: UInt64]>([:])
 }
 
 extension BusMessage {
@@ -55,8 +84,22 @@ public struct BusCounters: Sendable, Hashable {
     public var malformed: UInt64 = 0
     /// Messages a slow subscriber had no room for.
     public var lagged: UInt64 = 0
+    /// Every message dropped, by kind (``BusDrop``).
+    public var dropped: [String: UInt64] = [:]
 
     public init() {}
+
+    /// Counts a message dropped as `kind`.
+    mutating func drop(_ kind: String, count: UInt64 = 1) {
+        guard count > 0 else { return }
+        dropped[kind, default: 0] += count
+        switch kind {
+        case BusDrop.malformed, BusDrop.oversized, BusDrop.unknownSchema, BusDrop.malformedCommand, BusDrop.oversizedCommand: malformed += count
+        case BusDrop.lagged, BusDrop.commandOverflow: lagged += count
+        case BusDrop.publishRefused: publishDropped += count
+        default: break
+        }
+    }
 }
 
 /// A command received on an endpoint this program serves.

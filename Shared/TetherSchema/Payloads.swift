@@ -405,14 +405,18 @@ public struct Heartbeat: Codable, Hashable, Sendable {
     /// Bus traffic counters.
     public var published: UInt64
     public var received: UInt64
-    /// Messages received from the bus and dropped as malformed or oversized.
+    /// Bus messages dropped, of every kind.
     public var dropped: UInt64
+    /// Bus messages dropped, by kind: `malformed`, `oversized`, `unknownSchema`, `lagged`,
+    /// `publishRefused`, `malformedCommand`, `oversizedCommand`, `commandOverflow`, and
+    /// `undecodable TOPIC` for a body that is not what the schema says for its topic.
+    public var droppedByKind: [String: UInt64]?
     /// The program's own counters, by name (tether-protod: `malformedFrames`, `unknownTypes`).
     public var counters: [String: Int]?
 
     public init(
         program: String, pid: Int32, state: String, startedAt: Date, published: UInt64, received: UInt64, dropped: UInt64,
-        counters: [String: Int]? = nil
+        droppedByKind: [String: UInt64]? = nil, counters: [String: Int]? = nil
     ) {
         self.program = program
         self.pid = pid
@@ -421,6 +425,7 @@ public struct Heartbeat: Codable, Hashable, Sendable {
         self.published = published
         self.received = received
         self.dropped = dropped
+        self.droppedByKind = droppedByKind
         self.counters = counters
     }
 }

@@ -35,7 +35,8 @@ public struct HeartbeatService: Service {
         let traffic = bus.statistics
         let heartbeat = Heartbeat(
             program: program, pid: ProcessInfo.processInfo.processIdentifier, state: state(), startedAt: startedAt,
-            published: traffic.published, received: traffic.received, dropped: traffic.malformed, counters: counters?.snapshot)
+            published: traffic.published, received: traffic.received, dropped: traffic.dropped.values.reduce(0, +),
+            droppedByKind: traffic.dropped, counters: counters?.snapshot)
         try? bus.publish(heartbeat, on: .heartbeat)
     }
 }

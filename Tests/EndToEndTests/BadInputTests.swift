@@ -120,3 +120,52 @@ import TetherWire
         await bus.close()
     }
 }
+
+/// Every bus message a program drops is counted by kind and shown by `tether status --json`.
+@Suite(.serialized) struct DroppedMessageTests {
+    @Test func everyDroppedMessageIsCountedByKind() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let bus = try BusClient(source: "drop-test", runDirectory: set.run.runDirectory, logger: Logger(label: "drop-test"))
+        // The snapshot store follows conv.*, connd follows frontend.presence: wait until both hear this publisher.
+        _ = try await bus.subscribe(to: ["conv."], confirm: true)
+        try await Task.sleep(for: .milliseconds(500))
+        let encoder = BusSchema.makeEncoder()
+        let header = Array(try encoder.encode(BusHeader(source: "drop-test", sequence: 1)))
+        let futureHeader = Array(try encoder.encode(BusHeader(schema: BusSchema.version + 1, source: "drop-test", sequence: 2)))
+        let sent: [[[UInt8]]] = [
+            [Array("conv.message".utf8)],
+            [Array("conv.message".utf8), Array("not a header".utf8), Array("{}".utf8)],
+            [Array("conv.message".utf8), header, [UInt8](repeating: 0x20, count: BusSchema.maximumBodySize + 1)],
+            [Array("conv.message".utf8), futureHeader, Array("{}".utf8)],
+            [Array("conv.message".utf8), header, Array(#"{"id": 7}"#.utf8)],
+            [Array("conv.delivery".utf8), header, Array(#"["not", "an", "update"]"#.utf8)],
+            [Array("frontend.presence".utf8), header, Array(#"{"frontEnd": 1}"#.utf8)],
+        ]
+        for frames in sent { try bus.publishRaw(frames) }
+
+        var snapd: [String: Int] = [:]
+        var connd: [String: Int] = [:]
+        let counted = await eventually(timeout: .seconds(10)) {
+            guard let status = try? set.tether(["status", "--json"]),
+                let report = try? JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: Any],
+                let programs = report["programs"] as? [[String: Any]]
+            else { return false }
+            func kinds(_ name: String) -> [String: Int] {
+                programs.first { $0["program"] as? String == name }?["droppedByKind"] as? [String: Int] ?? [:]
+            }
+            (snapd, connd) = (kinds("tether-snapd"), kinds("tether-connd"))
+            return snapd["undecodable conv.delivery"] != nil && connd["undecodable frontend.presence"] != nil
+        }
+        #expect(counted, "snapd \(snapd), connd \(connd)")
+        #expect(snapd["malformed"] == 2, "\(snapd)")
+        #expect(snapd["oversized"] == 1, "\(snapd)")
+        #expect(snapd["unknownSchema"] == 1, "\(snapd)")
+        #expect(snapd["undecodable conv.message"] == 1, "\(snapd)")
+        #expect(snapd["undecodable conv.delivery"] == 1, "\(snapd)")
+        #expect(connd["undecodable frontend.presence"] == 1, "\(connd)")
+        let words = try set.tether(["status"]).standardOutput
+        #expect(words.contains("tether-snapd dropped: malformed 2, oversized 1, undecodable conv.delivery 1, undecodable conv.message 1, unknownSchema 1"), "\(words)")
+        await bus.close()
+    }
+}

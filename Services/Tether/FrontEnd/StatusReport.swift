@@ -116,6 +116,10 @@ public struct StatusReport: Sendable, Codable {
                 ? "front ends: none attached"
                 : "front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid))" }.joined(separator: ", "))
         for beat in programs {
+            guard let dropped = beat.droppedByKind, !dropped.isEmpty else { continue }
+            lines.append("\(beat.program) dropped: " + dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        }
+        for beat in programs {
             guard let counters = beat.counters, !counters.isEmpty else { continue }
             let words = counters.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("\(beat.program): \(words)")
