@@ -11,10 +11,12 @@ import TetherTesting
 import TetherWire
 
 /// The chaos soak: the whole set in a network namespace while messages are sent and every
-/// program is SIGKILLed at random moments, the gateway restarted, the link taken down and up
-/// and (where the kernel has netem) loss and delay added. Nothing accepted may be lost,
-/// duplicated or reordered. A short run is part of the suite; scripts/chaos runs a long one
-/// (TETHER_CHAOS_SECONDS, TETHER_CHAOS_SEED, and TETHER_CHAOS_FAULTS to choose the kinds).
+/// program is SIGKILLed at random moments, the gateway restarted, the link taken down and up,
+/// and, with nftables, packets to and from the gateway lost (5% each way for the whole run)
+/// and blackholed (two 5 s blackholes, one more each further minute; netem delay too where
+/// the kernel has it). Nothing accepted may be lost, duplicated or reordered. A short run is
+/// part of the suite; scripts/chaos runs a long one (TETHER_CHAOS_SECONDS, TETHER_CHAOS_SEED,
+/// TETHER_CHAOS_FAULTS to choose the kinds, TETHER_CHAOS_LOSS for the loss in percent).
 ///
 /// It runs against three gateways: the development gateway (exactly once), the same as a
 /// seed-only peer (`strictSeed`: at least once, so copies are counted and shown, not failed),
@@ -35,7 +37,7 @@ import TetherWire
         var kinds = ["kill bus", "kill netmon", "kill snapd", "kill protod", "kill connd", "restart gateway"]
         var notes: [String] = []
         if let namespace {
-            kinds.append("link down")
+            kinds += ["link down", "blackhole"]
             if (try? namespace.exec(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"])) != nil {
                 try namespace.exec(["tc", "qdisc", "del", "dev", "lo", "root"])
                 kinds.append("loss and delay")
@@ -50,7 +52,7 @@ import TetherWire
             try #require(unknown.isEmpty, "TETHER_CHAOS_FAULTS names faults this run cannot inject: \(unknown); it can: \(kinds)")
             kinds = chosen
         }
-        print("chaos: \(seconds) s, seed \(seed), gateway \(gateway), faults: \(kinds.joined(separator: ", "))")
+        let lossPercent = Int(Self.environment["TETHER_CHAOS_LOSS"] ?? "") ?? 5
 
         let strict = gateway == "strict-seed"
         // A seed peer answers one message at a time: quicker chunks keep it ahead of the sender.
@@ -60,6 +62,26 @@ import TetherWire
             : gateway == "openclaw" ? ["TETHER_DIALECT": "openclaw"] : [:]
         let set = try await ComposedSet(environment: environment.merging(["TETHER_RECONNECT_PRESET": "aggressive"]) { $1 }, namespace: namespace)
         defer { set.stop() }
+        // Packets to and from the gateway's port lost and blackholed, where nftables works.
+        var filter: PacketFilter?
+        var blackholesDue: [ContinuousClock.Instant] = []
+        // Blackholes come at set times (two, one more each further minute), not at random.
+        let wantsBlackholes = kinds.contains("blackhole")
+        kinds.removeAll { $0 == "blackhole" }
+        if let namespace, wantsBlackholes || lossPercent > 0 {
+            if let reason = PacketFilter.unavailableReason(in: namespace) {
+                notes.append("packet loss and blackholes: not injected, \(reason)")
+            } else {
+                filter = try PacketFilter(namespace: namespace, port: set.port)
+                if lossPercent > 0 { try filter?.lose(percent: lossPercent) }
+                let count = wantsBlackholes ? max(2, Int(seconds / 60)) : 0
+                let start = ContinuousClock.now
+                blackholesDue = (0..<count).map { start + .milliseconds(Int(seconds * 1000 * (0.2 + 0.6 * Double($0) / Double(max(1, count - 1))))) }
+            }
+        }
+        print(
+            "chaos: \(seconds) s, seed \(seed), gateway \(gateway), faults: \(kinds.joined(separator: ", "))"
+                + (filter == nil ? "" : "; \(lossPercent)% packet loss each way on the gateway's port, \(blackholesDue.count) blackholes of 5 s"))
         let client = try BusClient(source: "chaos", runDirectory: set.run.runDirectory, logger: Logger(label: "chaos"))
         let sender = ChaosSender(client: client)
 
@@ -76,9 +98,24 @@ import TetherWire
         let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         var marker = 0
         while ContinuousClock.now < end {
-            let kind = kinds[Int(random.next() % UInt64(kinds.count))]
+            let kind: String
+            if let due = blackholesDue.first, due <= .now {
+                blackholesDue.removeFirst()
+                kind = "blackhole"
+            } else if kinds.isEmpty {
+                try await Task.sleep(for: .milliseconds(500))
+                continue
+            } else {
+                kind = kinds[Int(random.next() % UInt64(kinds.count))]
+            }
             faults[kind, default: 0] += 1
-            try await inject(kind, set: set, namespace: namespace, random: &random)
+            if kind == "blackhole", let filter {
+                try filter.blackhole(true)
+                try await Task.sleep(for: .seconds(5))
+                try filter.blackhole(false)
+            } else {
+                try await inject(kind, set: set, namespace: namespace, random: &random)
+            }
             // Recovered once a message sent after the fault has reached the gateway.
             let over = ContinuousClock.now
             marker += 1
@@ -91,6 +128,13 @@ import TetherWire
         }
         sending.cancel()
         _ = await sending.value
+        if let filter {
+            let dropped = filter.droppedPackets
+            notes.append(
+                "packet loss: \(lossPercent)% of the packets to and from the gateway's port dropped at random for the whole run (nftables): \(dropped.loss) packets")
+            notes.append("blackholes: \(faults["blackhole"] ?? 0) of 5 s, every packet to and from the gateway's port dropped: \(dropped.blackhole) packets")
+            #expect(!wantsBlackholes || faults["blackhole", default: 0] >= 2, "the soak ended before its two blackholes")
+        }
 
         let sent = await sender.accepted
         let everything = await eventually(timeout: .seconds(90)) {

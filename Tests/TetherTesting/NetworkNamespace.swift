@@ -48,6 +48,11 @@ public final class NetworkNamespace: Sendable {
         try Self.run(["ip", "netns", "exec", name] + arguments)
     }
 
+    /// Runs a command inside the namespace and returns what it printed.
+    public func output(_ arguments: [String]) throws -> String {
+        try Self.run(["ip", "netns", "exec", name] + arguments)
+    }
+
     /// The arguments that start a program inside the namespace.
     public func command(_ executable: String, _ arguments: [String]) -> (String, [String]) {
         ("/usr/bin/env", ["ip", "netns", "exec", name, executable] + arguments)
