@@ -101,11 +101,15 @@ public enum SendMessageCommand: BusCommand {
         public var status: DeliveryStatus
         /// False when the id was already in the outbox.
         public var accepted: Bool
+        /// What the sender must know of its message, in words: with protod's `--when-full
+        /// drop-oldest`, that it may be dropped unsent.
+        public var warning: String?
 
-        public init(id: MessageID, status: DeliveryStatus, accepted: Bool) {
+        public init(id: MessageID, status: DeliveryStatus, accepted: Bool, warning: String? = nil) {
             self.id = id
             self.status = status
             self.accepted = accepted
+            self.warning = warning
         }
     }
 }

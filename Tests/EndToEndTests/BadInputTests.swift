@@ -121,6 +121,46 @@ import TetherWire
     }
 }
 
+extension QueuePromiseTests {
+    @Test func dropOldestIsAChoiceEverySenderIsToldOfAndEveryDropIsAnnounced() async throws {
+        let set = try await ComposedSet(environment: ["TETHER_OUTBOX_WHEN_FULL": "drop-oldest"])
+        defer { set.stop() }
+        let bus = try BusClient(source: "drop-oldest-test", runDirectory: set.run.runDirectory, logger: Logger(label: "drop-oldest-test"))
+        let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
+        #expect(try set.tether(["suspend"]).status == 0)
+        var ids: [MessageID] = []
+        var warned = 0
+        for index in 1...160 {
+            let id = MessageID.random()
+            let reply = try await bus.request(SendMessageCommand.self, .init(id: id, content: String(format: "kept or dropped %03d", index)))
+            #expect(reply.accepted)
+            if reply.warning?.contains("drop-oldest") == true { warned += 1 }
+            ids.append(id)
+        }
+        #expect(warned == 160, "every sender is told its message may be dropped: \(warned)")
+        let person = try set.tether(["send", "--timeout", "1", "one", "more"])
+        #expect(person.standardError.contains("warning: the outbox keeps only the newest 100 messages waiting (drop-oldest)"), "\(person.standardError)")
+        let dropped = Array(ids.prefix(61))
+        let kept = Array(ids.dropFirst(61))
+        let announced = await eventually(timeout: .seconds(10)) {
+            let failed = await deliveries.entries.filter { $0.value.status == .failed && $0.value.detail?.hasPrefix("dropped unsent") == true }.map(\.value.id)
+            return Set(failed) == Set(dropped)
+        }
+        #expect(announced, "each of the 61 oldest is announced as dropped, and no other")
+        #expect(try set.tether(["resume"]).status == 0)
+        let delivered = await eventually(timeout: .seconds(60)) {
+            Set(await deliveries.entries.filter { $0.value.status == .delivered }.map(\.value.id)).isSuperset(of: kept)
+        }
+        #expect(delivered, "the 99 newest and the person's message are delivered")
+        var counts: [String: Int] = [:]
+        for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
+        #expect(counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        #expect(!counts.keys.contains("kept or dropped 001"), "a dropped message never reaches the gateway")
+        print("drop-oldest: 161 sent while suspended, each warned; 61 oldest dropped and announced, 100 delivered once")
+        await bus.close()
+    }
+}
+
 /// Every bus message a program drops is counted by kind and shown by `tether status --json`.
 @Suite(.serialized) struct DroppedMessageTests {
     @Test func everyDroppedMessageIsCountedByKind() async throws {

@@ -239,6 +239,36 @@ import TetherWire
         #expect(driver.machine.queuedCount == 3)
     }
 
+    @Test func dropOldestDropsOnlyMessagesNeverWrittenAndSaysSo() {
+        var settings = Self.settings
+        settings.whenFull = .dropOldest
+        var driver = Driver(machine: Machine(settings: settings, now: Self.t0))
+        driver.connect("c1", epoch: 1)
+        _ = driver.tick(at: 2.5)
+        driver.send("written")
+        #expect(driver.machine.dropWarning(for: .sent) == nil, "a message already written is never dropped")
+        driver.handle(.connectionDown)
+        for id in ["a", "b", "c"] { driver.send(id) }
+        #expect(driver.machine.queuedCount == 3)
+        let warning = driver.machine.dropWarning(for: .queued)
+        #expect(warning?.contains("the outbox keeps only the newest 3 messages waiting (drop-oldest)") == true, "\(warning ?? "")")
+        let actions = driver.send("d")
+        #expect(driver.deliveries(of: "a").last?.status == .failed)
+        #expect(driver.deliveries(of: "a").last?.detail?.hasPrefix("dropped unsent: the outbox keeps the newest 3 messages waiting (drop-oldest)") == true)
+        #expect(actions.contains { if case .persistFinal(let ids, .failed) = $0 { ids == ["a"] } else { false } }, "the drop is made durable")
+        #expect(actions.contains { if case .diagnose(let event) = $0 { event.kind == .queueOverflow && event.messageID?.value == "a" } else { false } })
+        #expect(driver.deliveries(of: "written").last?.status == .sent, "the written message is kept whatever the count")
+        #expect(driver.machine.queuedCount == 3)
+        #expect(driver.machine.pendingCount == 4)
+    }
+
+    @Test func refusingIsTheDefaultAndWarnsNobody() {
+        var driver = Driver()
+        driver.handle(.connectionDown)
+        driver.send("a")
+        #expect(driver.machine.dropWarning(for: .queued) == nil)
+    }
+
     @Test func onlyMessagesNeverWrittenExpire() {
         var driver = Self.connected(resuming: false)
         driver.send("written")

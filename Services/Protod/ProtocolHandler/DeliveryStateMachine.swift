@@ -19,11 +19,22 @@ public import TetherWire
 ///   cancels it; only messages never written count against the queue limit and expire;
 /// - a reply in progress is resumed where the gateway can resume, and otherwise marked
 ///   incomplete as soon as its connection ends or it stops growing.
+/// What a full outbox does with a new message.
+public enum OverflowPolicy: String, Sendable, CaseIterable {
+    /// Refuse it at once, in words: nothing already accepted is touched (the default).
+    case refuse
+    /// Accept it and drop the oldest message never written, announced on the bus; every
+    /// sender is told at send time that its message may be dropped.
+    case dropOldest = "drop-oldest"
+}
+
 public struct DeliveryStateMachine: Sendable {
     /// The timings and limits the machine decides by.
     public struct Settings: Sendable, Equatable {
-        /// At most this many messages wait to be written; a new one beyond is refused.
+        /// At most this many messages wait to be written; what happens to a new one beyond is `whenFull`'s.
         public var maximumQueued: Int
+        /// What a full outbox does with a new message.
+        public var whenFull: OverflowPolicy
         /// A message not written this long after it was accepted expires.
         public var expiry: TimeInterval
         /// How long something may wait on a live connection (an acknowledgement, the next
@@ -46,8 +57,9 @@ public struct DeliveryStateMachine: Sendable {
         public init(
             maximumQueued: Int = 100, expiry: TimeInterval = 3600, probeAfter: TimeInterval = 2, probeDeadline: TimeInterval = 2,
             replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05, sessionKey: String? = nil, sendWindow: Int = 32,
-            historyLimit: Int = 100
+            historyLimit: Int = 100, whenFull: OverflowPolicy = .refuse
         ) {
+            self.whenFull = whenFull
             self.sessionKey = sessionKey
             self.sendWindow = max(1, sendWindow)
             self.historyLimit = min(1000, max(10, historyLimit))
@@ -324,7 +336,7 @@ public struct DeliveryStateMachine: Sendable {
         }
         // A latestOnly message replaces a waiting one of its kind: it takes no more room.
         let replacesOne = strategy == .latestOnly && pending.contains { !$0.everWritten && $0.kind == request.kind && $0.strategy == .latestOnly }
-        guard replacesOne || queuedCount < settings.maximumQueued else {
+        guard replacesOne || queuedCount < settings.maximumQueued || settings.whenFull == .dropOldest else {
             var actions: [Action] = [
                 .diagnose(DiagnosticEvent(kind: .queueOverflow, messageID: request.id, queueSize: queuedCount, detail: "refused: the outbox is full"))
             ]
@@ -458,7 +470,30 @@ public struct DeliveryStateMachine: Sendable {
             let superseded = pending.filter { !$0.everWritten && $0.kind == kind && $0.strategy == .latestOnly && $0.sequence < entry.sequence }
             settle(superseded.map(\.id), as: .cancelled, into: &actions) { _ in "superseded by a newer \(kind) message" }
         }
+        if settings.whenFull == .dropOldest, queuedCount > settings.maximumQueued {
+            // Only messages never written: one that may have reached the gateway is not dropped.
+            let dropped = pending.filter { !$0.everWritten }.prefix(queuedCount - settings.maximumQueued)
+            for message in dropped {
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .queueOverflow, messageID: message.messageID, queueSize: settings.maximumQueued,
+                            detail: "dropped unsent: the outbox was full (drop-oldest)")))
+            }
+            let limit = settings.maximumQueued
+            settle(dropped.map(\.id), as: .failed, into: &actions) { _ in
+                "dropped unsent: the outbox keeps the newest \(limit) messages waiting (drop-oldest) and this was the oldest; it never reached the gateway"
+            }
+        }
         actions.append(.diagnose(DiagnosticEvent(kind: .queued, messageID: entry.messageID, queueSize: queuedCount)))
+    }
+
+    /// What a sender is told as its message is accepted while a full outbox drops its oldest: that
+    /// this one may be dropped too. Nil when the outbox refuses instead, or the message went out.
+    public func dropWarning(for status: DeliveryStatus) -> String? {
+        guard settings.whenFull == .dropOldest, status == .queued else { return nil }
+        return "the outbox keeps only the newest \(settings.maximumQueued) messages waiting (drop-oldest): "
+            + "this one is dropped unsent if \(settings.maximumQueued) newer ones wait behind it before it goes out (\(queuedCount) wait now)"
     }
 
     /// Ends pending messages with a final status: persisted first, then said.

@@ -243,7 +243,7 @@ actor ProtocolEngine {
                 // Where it stands now: the last change said of it.
                 var status = DeliveryStatus.queued
                 for case .publishDelivery(let update) in actions where update.id == request.id { status = update.status }
-                return SendMessageCommand.Reply(id: request.id, status: status, accepted: true)
+                return SendMessageCommand.Reply(id: request.id, status: status, accepted: true, warning: machine.dropWarning(for: status))
             }
         }
     }

@@ -24,8 +24,14 @@ struct ProtodCommand: AsyncParsableCommand {
     @Option(help: "Retry policy of messages that name none: default (an acknowledgement is late after 10 s), patient (30 s) or none.")
     var retry = "default"
 
-    @Option(help: "At most this many messages wait to be written to the gateway; a new one beyond is refused.")
+    @Option(help: "At most this many messages wait to be written to the gateway; --when-full says what happens to a new one beyond.")
     var maxPending = 100
+
+    @Option(
+        help: ArgumentHelp(
+            "What a full outbox does with a new message: refuse (at once, in words; nothing accepted is touched) or drop-oldest "
+                + "(accept it and drop the oldest message never written, announced on the bus; every sender is told its message may be dropped)."))
+    var whenFull = "refuse"
 
     @Option(help: "Seconds after which a message never written to the gateway expires.")
     var expiry: Double = 3600
@@ -48,6 +54,7 @@ struct ProtodCommand: AsyncParsableCommand {
     func validate() throws {
         guard RetryPolicy.named(retry) != nil else { throw ValidationError("--retry must be default, patient or none") }
         guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
+        guard OverflowPolicy(rawValue: whenFull) != nil else { throw ValidationError("--when-full must be refuse or drop-oldest") }
         for (name, value) in [("--expiry", expiry), ("--probe-after", probeAfter), ("--probe-deadline", probeDeadline), ("--reply-stall", replyStall)] {
             guard value > 0 else { throw ValidationError("\(name) must be positive") }
         }
@@ -59,7 +66,7 @@ struct ProtodCommand: AsyncParsableCommand {
         let settings = ProtocolSettings(
             defaultRetry: RetryPolicy.named(retry) ?? .default,
             delivery: .init(maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall,
-                sessionKey: session, sendWindow: sendWindow))
+                sessionKey: session, sendWindow: sendWindow, whenFull: OverflowPolicy(rawValue: whenFull) ?? .refuse))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
             let (outbox, outboxReplaced) = try await Outbox.openChecked(path: path)

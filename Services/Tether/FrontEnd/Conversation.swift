@@ -43,8 +43,11 @@ public struct Conversation: Sendable {
     /// Subscribes before sending so no event is missed; the send itself is a command to
     /// tether-protod, answered once the message is committed to its outbox. `options`
     /// carries the strategy, kind, fallback and retry policy.
+    /// - Parameter accepted: called with protod's answer once the message is in the outbox
+    ///   (its `warning`, when there is one, is for the person sending).
     public func send(
-        _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration
+        _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration,
+        accepted onAccepted: @Sendable (SendMessageCommand.Reply) -> Void = { _ in }
     ) async throws -> SendOutcome {
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
         var request = options ?? SendMessageCommand.Request(id: id, content: text)
@@ -60,6 +63,7 @@ public struct Conversation: Sendable {
         switch answer {
         case .success(let reply):
             accepted = reply
+            onAccepted(reply)
         case .failure(let error):
             // protod refused it before committing anything: nothing was queued.
             guard let refusal = error.refusal else { throw error }

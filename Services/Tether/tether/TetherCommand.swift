@@ -142,7 +142,9 @@ struct Send: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
                 throw ExitCode(1)
             }
-            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000)))
+            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000))) {
+                if let warning = $0.warning { say("warning: \(warning)") }
+            }
         } catch {
             throw commandError(error)
         }
