@@ -389,9 +389,16 @@ public typealias BotActivity = BotStateUpdate
 public struct OutboxSummary: Codable, Hashable, Sendable {
     /// Messages not yet acknowledged by the gateway.
     public var pending: Int
+    /// Messages that left the outbox without being delivered since protod started, by how
+    /// they ended (`failed`, `expired`, `cancelled`).
+    public var undelivered: [String: Int]?
+    /// The latest of them, with its reason in words.
+    public var lastUndelivered: DeliveryUpdate?
 
-    public init(pending: Int) {
+    public init(pending: Int, undelivered: [String: Int]? = nil, lastUndelivered: DeliveryUpdate? = nil) {
         self.pending = pending
+        self.undelivered = undelivered
+        self.lastUndelivered = lastUndelivered
     }
 }
 

@@ -156,6 +156,10 @@ extension QueuePromiseTests {
         for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
         #expect(counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
         #expect(!counts.keys.contains("kept or dropped 001"), "a dropped message never reaches the gateway")
+        let status = try set.tether(["status"]).standardOutput
+        #expect(
+            status.contains("left undelivered since tether-protod started: 61 failed; the latest failed: dropped unsent: the outbox keeps the newest 100"),
+            "\(status)")
         print("drop-oldest: 161 sent while suspended, each warned; 61 oldest dropped and announced, 100 delivered once")
         await bus.close()
     }

@@ -240,7 +240,10 @@ public struct DeliveryStateMachine: Sendable {
     var botState: BotState = .idle
     private var health: HealthMonitor
     private var suggestions = SuggestionBook()
-    private var lastSummary: Int?
+    private var lastSummary: OutboxSummary?
+    /// Messages that left without delivery since start, by final status, and the latest of them.
+    private var undelivered: [String: Int] = [:]
+    private var lastUndelivered: DeliveryUpdate?
     private var lastSession: ConversationSession?
     /// OpenClaw: replies being streamed, by run id.
     var runs: [String: OpenClawRun] = [:]
@@ -415,9 +418,10 @@ public struct DeliveryStateMachine: Sendable {
             }
         }
         saveSession(now: now, into: &actions)
-        if lastSummary != pending.count {
-            lastSummary = pending.count
-            actions.append(.retainSummary(OutboxSummary(pending: pending.count)))
+        let summary = OutboxSummary(pending: pending.count, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
+        if lastSummary != summary {
+            lastSummary = summary
+            actions.append(.retainSummary(summary))
         }
         return actions
     }
@@ -507,7 +511,12 @@ public struct DeliveryStateMachine: Sendable {
         if status == .failed { awaitingReply.removeAll { id in ending.contains { $0.messageID == id } } }
         actions.append(.persistFinal(ids: ending.map(\.id), status: status))
         for message in ending {
-            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: DeliveryStatus(status), detail: detail(message))))
+            let update = DeliveryUpdate(id: message.messageID, status: DeliveryStatus(status), detail: detail(message))
+            actions.append(.publishDelivery(update))
+            if update.status != .delivered {
+                undelivered[update.status.rawValue, default: 0] += 1
+                lastUndelivered = update
+            }
         }
     }
 

@@ -101,6 +101,11 @@ public struct StatusReport: Sendable, Codable {
             lines.append("network: unknown (tether-netmon is not running)")
         }
         lines.append("outbox: " + (outbox.map { "\($0.pending) pending" } ?? "unknown (tether-protod is not running)"))
+        if let undelivered = outbox?.undelivered, !undelivered.isEmpty {
+            let counts = undelivered.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            let last = outbox?.lastUndelivered.map { "; the latest \($0.status.rawValue): \($0.detail ?? "no reason given")" } ?? ""
+            lines.append("  left undelivered since tether-protod started: \(counts)\(last)")
+        }
         if let health {
             lines.append("health: \(health.state.rawValue)")
         }
