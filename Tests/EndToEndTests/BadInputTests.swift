@@ -213,3 +213,51 @@ extension QueuePromiseTests {
         await bus.close()
     }
 }
+
+/// The set frozen (SIGSTOP) while people send: nobody is told something untrue.
+@Suite(.serialized) struct FrozenSetTests {
+    @Test func sendersOfAFrozenSetAreToldOnlyWhatIsKnown() async throws {
+        // The gateway has each message at once and acknowledges it 1.5 s later: the set freezes in between.
+        let set = try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"acknowledgementDelayMilliseconds": 1500}"#])
+        defer { set.stop() }
+        let programs = ["bus", "netmon", "connd", "protod", "snapd"]
+        var senders: [(text: String, process: ChildProcess)] = []
+        for index in 1...3 {
+            let text = "frozen \(index)"
+            senders.append(
+                (text, try ChildProcess(Programs.path("tether"), ["send", "--timeout", "4", text, "--run-dir", set.run.path], outputDirectory: set.outputs.path)))
+        }
+        let received = await eventually(timeout: .seconds(5), every: .milliseconds(20)) {
+            Set(set.gatewayRecord().compactMap { $0["content"] as? String }).isSuperset(of: senders.map(\.text))
+        }
+        #expect(received, "the gateway did not get the messages before the freeze")
+        let pids = programs.compactMap { set.pid(of: $0) }
+        #expect(pids.count == programs.count)
+        for pid in pids { kill(pid, SIGSTOP) }
+        try await Task.sleep(for: .seconds(8))
+        for pid in pids { kill(pid, SIGCONT) }
+        var words: [String: String] = [:]
+        for sender in senders {
+            _ = try sender.process.waitForExit(timeout: .seconds(20))
+            words[sender.text] = "exit \(sender.process.status ?? -1): \(sender.process.standardOutput)\(sender.process.standardError)"
+        }
+        let arrived = await eventually(timeout: .seconds(30)) {
+            Set(set.gatewayRecord().compactMap { $0["content"] as? String }).isSuperset(of: senders.map(\.text))
+        }
+        #expect(arrived, "every message reaches the gateway once the set thaws")
+        let contents = set.gatewayRecord().compactMap { $0["content"] as? String }
+        #expect(Set(contents).count == contents.count, "sent twice: \(contents)")
+        for sender in senders {
+            let said = words[sender.text] ?? ""
+            // The gateway has every one of them: a sender may not be told its message is merely queued
+            // unless protod said so at the end; "not confirmed" and "may have" are true words.
+            let honest =
+                said.hasPrefix("exit 0")
+                || said.contains("not confirmed within 4.0 s, and tether-protod did not answer when asked")
+                || said.contains("may have reached the gateway")
+                || said.contains("delivered, but no whole reply")
+            #expect(honest, "\(sender.text): \(said)")
+        }
+        print("frozen 8 s with 3 senders (4 s timeouts): " + senders.map { "\($0.text): \(words[$0.text] ?? "")".replacingOccurrences(of: "\n", with: " ") }.joined(separator: " | "))
+    }
+}

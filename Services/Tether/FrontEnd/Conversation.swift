@@ -11,8 +11,12 @@ public enum SendOutcome: Sendable, Equatable {
     case deliveredWithoutReply(partial: StreamProgress?)
     /// Delivered; the reply was cut off and will not be completed (the gateway lost it).
     case replyIncomplete(TranscriptEntry)
-    /// Committed to the outbox but not acknowledged within the time allowed; it stays queued.
+    /// Committed to the outbox but not acknowledged within the time allowed, as protod said
+    /// when asked at the end: queued (it stays in the outbox) or sent (it may have reached the gateway).
     case notDelivered(DeliveryStatus)
+    /// Committed to the outbox; at the end protod did not answer, so where it stands now is not
+    /// known: the status is the last one heard.
+    case unconfirmed(lastHeard: DeliveryStatus)
     /// The gateway refused it.
     case failed(String)
     /// Refused at send time (the outbox full, a message the gateway cannot take), in words:
@@ -24,7 +28,7 @@ public enum SendOutcome: Sendable, Equatable {
         switch self {
         case .replied: 0
         case .deliveredWithoutReply, .replyIncomplete: 3
-        case .notDelivered, .failed: 1
+        case .notDelivered, .unconfirmed, .failed: 1
         case .refused: 5
         }
     }
@@ -73,23 +77,39 @@ public struct Conversation: Sendable {
             return .failed("the message was \(accepted.status.rawValue) at once (strategy \(request.strategy?.rawValue ?? "queued"))")
         }
         let tracker = SendTracker(id: id, initial: accepted.status)
-        return try await withThrowingTaskGroup(of: SendOutcome?.self) { group in
+        let watched = try await withThrowingTaskGroup(of: Watch.self) { group in
             group.addTask {
                 var tracker = tracker
                 for await message in events {
-                    if let outcome = tracker.observe(message) { return outcome }
+                    if let outcome = tracker.observe(message) { return .decided(outcome) }
                 }
-                return nil
+                // The time ran out (or the bus closed): what was seen until then.
+                return .undecided(tracker)
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                return nil
+                return .timeUp
             }
-            let first = try await group.next() ?? nil
+            var first = try await group.next() ?? .timeUp
+            if case .timeUp = first {
+                group.cancelAll()
+                first = try await group.next() ?? .undecided(tracker)
+            }
             group.cancelAll()
-            if let first { return first }
-            return await tracker.timedOut(bus: bus)
+            return first
         }
+        switch watched {
+        case .decided(let outcome): return outcome
+        case .undecided(let seen): return await seen.timedOut(asking: bus, request)
+        case .timeUp: return await tracker.timedOut(asking: bus, request)
+        }
+    }
+
+    /// How watching a sent message ended.
+    private enum Watch: Sendable {
+        case decided(SendOutcome)
+        case undecided(SendTracker)
+        case timeUp
     }
 
     /// Waits up to `timeout` for the connection to the gateway to be open; false when it is not.
@@ -192,8 +212,18 @@ struct SendTracker: Sendable {
     }
 
     /// The outcome when time ran out. A reply that started shows the gateway had the message,
-    /// acknowledged or not (some gateways acknowledge only after answering).
-    func timedOut(bus: BusClient) async -> SendOutcome {
-        status == .delivered || partial != nil ? .deliveredWithoutReply(partial: partial) : .notDelivered(status)
+    /// acknowledged or not (some gateways acknowledge only after answering). Otherwise protod is
+    /// asked where the message stands now (the same id sent again is answered with its status,
+    /// never sent twice): events may have been missed, and the words must be true.
+    func timedOut(asking bus: BusClient, _ request: SendMessageCommand.Request) async -> SendOutcome {
+        if status == .delivered || partial != nil { return .deliveredWithoutReply(partial: partial) }
+        guard let now = try? await bus.request(SendMessageCommand.self, request, timeout: .seconds(2), attempts: 1) else {
+            return .unconfirmed(lastHeard: status)
+        }
+        switch now.status {
+        case .delivered, .received, .incomplete: return .deliveredWithoutReply(partial: nil)
+        case .failed, .expired, .cancelled: return .failed("\(now.status.rawValue) (the reason was said on the bus; tether watch shows it)")
+        case .queued, .sent: return .notDelivered(now.status.rank >= status.rank ? now.status : status)
+        }
     }
 }

@@ -169,6 +169,10 @@ struct Send: AsyncParsableCommand {
                 status == .sent
                     ? "not acknowledged within \(timeout) s: the message was sent and may have reached the gateway; Tether keeps waiting for its acknowledgement"
                     : "not delivered within \(timeout) s (the message is queued; it will be sent when the gateway is reachable)")
+        case .unconfirmed(let lastHeard):
+            say(
+                "not confirmed within \(timeout) s, and tether-protod did not answer when asked: the message is in the outbox "
+                    + (lastHeard == .sent ? "and was sent (it may have reached the gateway)" : "(queued when last heard; it may have been sent since)"))
         case .failed(let reason):
             say("not delivered: \(reason)")
         case .refused(let reason):
