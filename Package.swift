@@ -63,6 +63,7 @@ let package = Package(
         .executable(name: "tether-protod", targets: ["tether-protod"]),
         .executable(name: "tether-snapd", targets: ["tether-snapd"]),
         .executable(name: "tether-tap", targets: ["tether-tap"]),
+        .executable(name: "tether-web", targets: ["tether-web"]),
         .executable(name: "tether-gateway", targets: ["tether-gateway"]),
         .executable(name: "tether-compose", targets: ["tether-compose"]),
         .library(name: "TetherSchema", targets: ["TetherSchema"]),
@@ -186,6 +187,26 @@ let package = Package(
             "tether", library: "FrontEnd", folder: "Tether",
             dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", "CNcursesw", .logging, .serviceLifecycle]
         )
+        + [
+            // tether-web's page, script and style are resources of its library.
+            .target(
+                name: "WebFrontEnd",
+                dependencies: [
+                    "TetherBus", "TetherSchema", "TetherService", "TetherWire", .logging, .serviceLifecycle,
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                ],
+                path: "Services/Web/WebFrontEnd",
+                resources: [.copy("Resources/app.js"), .copy("Resources/app.css")],
+                swiftSettings: swiftSettings
+            ),
+            .executableTarget(
+                name: "tether-web",
+                dependencies: ["WebFrontEnd", "TetherBus", "TetherService", "TetherSchema", .argumentParser, .logging],
+                path: "Services/Web/tether-web",
+                swiftSettings: swiftSettings
+            ),
+        ]
         + program(
             "tether-tap", library: "BusTap", folder: "Tap",
             dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging]
@@ -232,7 +253,7 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway", "WebFrontEnd",
                     "TetherBus", "TetherSchema", "TetherStorage", "TetherWire", .argumentParser, .logging, .serviceLifecycle, .grdb,
                 ],
                 path: "Tests/ServiceLogicTests",

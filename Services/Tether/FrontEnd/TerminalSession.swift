@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 public import TetherBus
 import TetherSchema
+import TetherService
 import TetherWire
 
 /// The full-screen terminal UI. One thread owns the terminal (ncurses is not thread-safe):

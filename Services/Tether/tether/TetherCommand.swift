@@ -13,7 +13,7 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self],
+        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self],
         defaultSubcommand: Chat.self
     )
 }
@@ -437,5 +437,31 @@ struct Abort: AsyncParsableCommand {
         }
         await bus.close()
         print(reply.stopped.isEmpty ? "no reply was running" : "stopped the reply to \(reply.stopped.map(\.value).joined(separator: ", "))")
+    }
+}
+
+struct Web: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the URL that opens the web page of tether-web (it carries the access token)."
+    )
+
+    @OptionGroup var options: ProgramOptions
+
+    func run() async throws {
+        let directory = options.resolvedRunDirectory
+        guard let url = try? String(contentsOfFile: directory.file("web.url"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+            !url.isEmpty
+        else {
+            FileHandle.standardError.write(Data("tether: tether-web is not running in \(directory.path) (start it, or run compose/web.yaml)\n".utf8))
+            throw ExitCode(4)
+        }
+        let token: String
+        do {
+            token = try SecretFile.read(directory.file("web.token"), kind: "web token file")
+        } catch {
+            FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        print("\(url)?token=\(token)")
     }
 }

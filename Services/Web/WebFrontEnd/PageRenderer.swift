@@ -1,0 +1,134 @@
+import Foundation
+public import TetherSchema
+import TetherWire
+
+/// The page as the first answer: the stored transcript in the HTML itself, so a page is never
+/// blank even before its WebSocket opens, and the same first frame as JSON for the script.
+public struct PageRenderer: Sendable {
+    /// What the page starts from.
+    public struct FirstFrame: Codable, Sendable {
+        public var entries: [TranscriptEntry]
+        public var revision: Int
+        public var streaming: [StreamProgress]
+        /// The draft as the page last saved it (in snapd).
+        public var draft: String
+        /// The connection as last published, when known.
+        public var connection: ConnectionStatus?
+        /// Why the stored transcript is missing, when it is.
+        public var problem: String?
+
+        public init(
+            entries: [TranscriptEntry] = [], revision: Int = 0, streaming: [StreamProgress] = [], draft: String = "", connection: ConnectionStatus? = nil,
+            problem: String? = nil
+        ) {
+            self.entries = entries
+            self.revision = revision
+            self.streaming = streaming
+            self.draft = draft
+            self.connection = connection
+            self.problem = problem
+        }
+    }
+
+    public init() {}
+
+    /// The whole page.
+    public func page(_ frame: FirstFrame) -> String {
+        let items =
+            frame.entries.isEmpty
+            ? #"<li class="empty">No messages yet. Type one and press Enter.</li>"#
+            : frame.entries.map(item).joined(separator: "\n")
+        let banner = frame.connection.flatMap { $0.phase == .connected ? nil : $0.words }
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Tether</title>
+            <link rel="stylesheet" href="/app.css">
+            </head>
+            <body>
+            <div class="page">
+            <header>
+            <h1>Tether</h1>
+            <details class="status"><summary>Status</summary>
+            <dl>
+            <dt>Connection</dt><dd id="status-connection">\(escape(frame.connection?.words ?? "unknown"))</dd>
+            <dt>Network</dt><dd id="status-network">unknown</dd>
+            <dt>Outbox</dt><dd id="status-outbox">unknown</dd>
+            <dt>Health</dt><dd id="status-health">unknown</dd>
+            </dl>
+            </details>
+            </header>
+            <div id="banner" class="banner waiting" role="status" aria-live="polite"\(banner == nil ? " hidden" : "")>
+            <span id="banner-words">\(escape(banner ?? ""))</span>
+            <button type="button" id="reconnect" hidden>Reconnect now</button>
+            </div>
+            <p id="network-news" class="visually-hidden" role="status" aria-live="polite"></p>
+            <main>
+            <h2 class="visually-hidden">Conversation</h2>
+            <ol id="conversation" class="conversation" aria-live="polite" aria-relevant="additions">
+            \(items)
+            </ol>
+            </main>
+            <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
+            <form id="composer" class="composer">
+            <label for="message" class="visually-hidden">Message</label>
+            <textarea id="message" name="message" rows="2" placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
+            <button type="submit">Send</button>
+            </form>
+            </div>
+            <script type="application/json" id="first-frame">\(json(frame))</script>
+            <script src="/app.js"></script>
+            </body>
+            </html>
+
+            """
+    }
+
+    private func item(_ entry: TranscriptEntry) -> String {
+        switch entry.sender {
+        case .user:
+            let mark =
+                switch entry.status {
+                case .queued: "… queued"
+                case .sent: "✓ sent"
+                case .delivered: "✓✓ delivered"
+                case .failed: "✗ failed"
+                case .expired: "✗ expired"
+                case .cancelled: "✗ cancelled"
+                case .received, .incomplete: entry.status.rawValue
+                }
+            return #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#
+        case .bot(name: let name):
+            let cut = entry.status == .incomplete ? #"<span class="mark bad">✗ cut off</span>"# : ""
+
+            let replyTo = entry.inReplyTo.map { #" data-reply-to="\#(escape($0.value))""# } ?? ""
+            return #"<li class="bot" data-id="\#(escape(entry.id.value))"\#(replyTo)><span class="who">\#(escape(name.isEmpty ? "Bot" : name)):</span> <span class="text">\#(escape(entry.content))</span>\#(cut.isEmpty ? "" : " " + cut)</li>"#
+        }
+    }
+
+    /// Text safe inside an element or an attribute.
+    func escape(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text.unicodeScalars {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// JSON safe inside a script element: no `<` can close it.
+    func json(_ frame: FirstFrame) -> String {
+        let data = (try? BusSchema.makeEncoder().encode(frame)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+public import TetherBus
+import TetherSchema
+import TetherWire
+
+/// What the page and tether-web say to each other over the WebSocket (docs/WEB.md).
+enum PageMessage {
+    /// From the page.
+    struct Request: Decodable {
+        var type: String
+        var id: String?
+        var content: String?
+        var text: String?
+    }
+
+    /// The bus messages the page follows: the conversation, the connection, the network, the
+    /// outbox, health and storage.
+    static let topics = [
+        "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.health.name,
+        Topic.storage.name,
+    ]
+
+    /// `{"type":"bus","topic":…,"body":…}`, the body as published; nil for a body that is not JSON.
+    static func bus(_ message: BusMessage) -> String? {
+        guard (try? JSONSerialization.jsonObject(with: message.body, options: [.fragmentsAllowed])) != nil,
+            let topic = try? JSONEncoder().encode(message.topic.name)
+        else { return nil }
+        return #"{"type":"bus","topic":\#(String(decoding: topic, as: UTF8.self)),"body":\#(String(decoding: message.body, as: UTF8.self))}"#
+    }
+
+    /// An answer to the page, as JSON text.
+    static func answer(_ fields: [String: Any]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Carries a page's requests to the bus and back: the first frame again after a reconnect,
+/// sends through protod (the page's id kept, so a send repeated after a reconnect is never
+/// sent twice), the draft to snapd, a reconnect to connd.
+public struct WebBridge: Sendable {
+    /// The front end's name on the bus: its presence and its display snapshot in snapd.
+    public static let frontEnd = "tether-web"
+    /// How many stored entries a page starts with.
+    public static let firstFrameEntries = 200
+
+    private let bus: BusClient
+
+    public init(bus: BusClient) {
+        self.bus = bus
+    }
+
+    /// Answers one request from the page; nil when there is nothing to answer.
+    func answer(_ text: String) async -> String? {
+        guard let request = try? JSONDecoder().decode(PageMessage.Request.self, from: Data(text.utf8)) else {
+            return PageMessage.answer(["type": "problem", "message": "tether-web could not read a message from the page"])
+        }
+        switch request.type {
+        case "snapshot":
+            do {
+                let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries))
+                let snapshot = PageRenderer.FirstFrame(entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming)
+                let body = String(decoding: try BusSchema.makeEncoder().encode(snapshot), as: UTF8.self)
+                return #"{"type":"snapshot","snapshot":\#(body)}"#
+            } catch {
+                return PageMessage.answer(["type": "problem", "message": "the stored transcript could not be read: \(error)"])
+            }
+        case "send":
+            guard let id = request.id, let content = request.content else {
+                return PageMessage.answer(["type": "problem", "message": "a send needs an id and content"])
+            }
+            do {
+                let reply = try await bus.request(SendMessageCommand.self, .init(id: MessageID(id), content: content))
+                var fields: [String: Any] = ["type": "sendResult", "id": id, "status": reply.status.rawValue]
+                if let warning = reply.warning { fields["warning"] = warning }
+                return PageMessage.answer(fields)
+            } catch {
+                if let refused = error as? BusError, let code = refused.refusalCode, let words = refused.refusal {
+                    return PageMessage.answer(["type": "sendError", "id": id, "code": code.rawValue, "message": words])
+                }
+                // protod did not answer: the page keeps the message and sends it again with its id.
+                return PageMessage.answer(["type": "sendError", "id": id, "code": "unavailable", "message": "\(error)"])
+            }
+        case "draft":
+            let display = DisplaySnapshot(frontEnd: Self.frontEnd, draft: request.text ?? "")
+            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(2), attempts: 1)
+            return nil
+        case "reconnect":
+            _ = try? await bus.request(ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)
+            return nil
+        default:
+            return PageMessage.answer(["type": "problem", "message": "tether-web does not know the request \(request.type)"])
+        }
+    }
+
+    /// The first frame for a new page: the stored transcript, the draft, the connection.
+    func firstFrame(connection: ConnectionStatus?) async -> PageRenderer.FirstFrame {
+        do {
+            let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries), timeout: .seconds(2), attempts: 1)
+            return PageRenderer.FirstFrame(
+                entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming, draft: reply.display?.draft ?? "",
+                connection: connection)
+        } catch {
+            return PageRenderer.FirstFrame(
+                connection: connection, problem: "The stored transcript could not be read (tether-snapd did not answer); it comes as soon as the page connects.")
+        }
+    }
+}

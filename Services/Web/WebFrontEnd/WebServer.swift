@@ -1,0 +1,199 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+public import Logging
+public import ServiceLifecycle
+import NIOCore
+import Synchronization
+public import TetherBus
+import TetherSchema
+import TetherService
+
+/// How tether-web listens.
+public struct WebConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// The access token pages must present (web.token in the run directory).
+    public var token: String
+    /// Where the address it listens on is written once it listens (web.url in the run directory).
+    public var urlFile: String?
+
+    public init(host: String = "127.0.0.1", port: Int = 8766, token: String, urlFile: String? = nil) {
+        self.host = host
+        self.port = port
+        self.token = token
+        self.urlFile = urlFile
+    }
+}
+
+/// tether-web: one page and a WebSocket that bridges it to the bus, behind ``WebAccess``.
+public enum WebServer {
+    /// The services of tether-web: the web application, and what follows the connection for
+    /// a new page's first frame.
+    public static func makeServices(configuration: WebConfiguration, bus: BusClient, logger: Logger) throws -> [any Service] {
+        let connection = LatestConnection()
+        return [try makeApplication(configuration: configuration, bus: bus, connection: connection, logger: logger), ConnectionFollower(bus: bus, latest: connection)]
+    }
+
+    /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/ws`.
+    static func makeApplication(configuration: WebConfiguration, bus: BusClient, connection: LatestConnection, logger: Logger) throws -> some ApplicationProtocol {
+        let bridge = WebBridge(bus: bus)
+        let pages = PagePresence(bus: bus)
+        let script = try asset("app.js")
+        let style = try asset("app.css")
+        let renderer = PageRenderer()
+        let port = Mutex(configuration.port)
+        let access: @Sendable () -> WebAccess = {
+            WebAccess(token: configuration.token, hosts: WebAccess.hosts(listeningOn: configuration.host, port: port.withLock { $0 }))
+        }
+
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.add(middleware: AccessMiddleware(access: access, logger: logger))
+        router.get("/") { _, _ -> Response in
+            let frame = await bridge.firstFrame(connection: connection.status)
+            return Response(
+                status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: renderer.page(frame))))
+        }
+        router.get("/app.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: script)))
+        }
+        router.get("/app.css") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: style)))
+        }
+        router.ws("/ws") { inbound, outbound, context in
+            pages.opened()
+            defer { pages.closed() }
+            guard let subscription = try? await bus.subscribe(to: PageMessage.topics, confirm: true) else {
+                try await outbound.write(.text(PageMessage.answer(["type": "problem", "message": "the bus is not there: is the set running?"])))
+                return
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await message in subscription {
+                        if let text = PageMessage.bus(message) { try await outbound.write(.text(text)) }
+                    }
+                }
+                for try await message in inbound.messages(maxSize: BusSchema.maximumBodySize) {
+                    guard case .text(let text) = message else { continue }
+                    if let answer = await bridge.answer(text) { try await outbound.write(.text(answer)) }
+                }
+                group.cancelAll()
+            }
+            context.logger.debug("page left")
+        }
+
+        let urlFile = configuration.urlFile
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? configuration.port
+                port.withLock { $0 = bound }
+                let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+                let url = "http://\(host):\(bound)/"
+                logger.notice("tether-web listening: open the URL `tether web` prints", metadata: ["web.url": "\(url)"])
+                if let urlFile { try? SecretFile.write(url, to: urlFile) }
+            },
+            logger: logger)
+    }
+
+    /// A file of the page, from the library's resources.
+    static func asset(_ name: String) throws -> String {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil) else {
+            throw WebError("\(name) is missing from tether-web's resources")
+        }
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+}
+
+/// Judges every request by ``WebAccess`` and sets the headers every answer carries.
+struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
+    let access: @Sendable () -> WebAccess
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let verdict = access().judge(
+            path: request.uri.path, queryToken: request.uri.queryParameters["token"].map(String.init),
+            cookieToken: request.cookies[WebAccess.cookieName]?.value, host: request.head.authority,
+            origin: request.headers[.origin], upgrade: request.headers[.upgrade]?.lowercased() == "websocket")
+        var response: Response
+        switch verdict {
+        case .allow:
+            response = try await next(request, context)
+        case .setCookieAndRedirect(let location):
+            response = Response(status: .seeOther, headers: [.location: location, .setCookie: access().cookie])
+        case .refuse(let status, let words):
+            logger.warning("refused a request", metadata: ["web.path": "\(request.uri.path)", "web.status": "\(status)", "web.reason": "\(words)"])
+            response = Response(
+                status: HTTPResponse.Status(code: status), headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: words + "\n")))
+        }
+        response.headers[.contentSecurityPolicy] = WebAccess.contentSecurityPolicy
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+}
+
+/// tether-web is a front end while at least one page is open: its presence on the bus then.
+final class PagePresence: Sendable {
+    private let state: Mutex<(open: Int, announcing: Task<Void, Never>?)> = Mutex((0, nil))
+    private let announcer: PresenceAnnouncer
+
+    init(bus: BusClient) {
+        announcer = PresenceAnnouncer(bus: bus, frontEnd: WebBridge.frontEnd)
+    }
+
+    func opened() {
+        let announcer = self.announcer
+        state.withLock { state in
+            state.open += 1
+            if state.open == 1 { state.announcing = Task { await announcer.run() } }
+        }
+    }
+
+    func closed() {
+        let leaving = state.withLock { state -> Bool in
+            state.open -= 1
+            guard state.open == 0 else { return false }
+            state.announcing?.cancel()
+            state.announcing = nil
+            return true
+        }
+        if leaving { announcer.leave() }
+    }
+}
+
+/// Follows `conn.state` for a new page's first frame.
+struct ConnectionFollower: Service {
+    let bus: BusClient
+    let latest: LatestConnection
+
+    func run() async throws {
+        let states = try await bus.subscribe(to: [Topic.connectionState.name])
+        for await message in states.cancelOnGracefulShutdown() { latest.update(message) }
+    }
+}
+
+/// The connection as last published, for a new page's first frame.
+final class LatestConnection: Sendable {
+    private let latest = Mutex<ConnectionStatus?>(nil)
+
+    var status: ConnectionStatus? { latest.withLock { $0 } }
+
+    func update(_ message: BusMessage) {
+        if let status = try? message.decode(ConnectionStatus.self) { latest.withLock { $0 = status } }
+    }
+}
+
+/// A problem tether-web cannot get past, in words.
+public struct WebError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
