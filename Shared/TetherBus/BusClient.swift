@@ -23,9 +23,12 @@ public final class BusClient: Sendable {
     private let nextID = Atomic<Int>(1)
     private let locks = Mutex<[LockFile]>([])
     private let logger: Logger
+    /// The bus on another host, when this client is on one: commands go through its relay.
+    private let remote: RemoteBus?
 
     /// Connects to the bus in `runDirectory` (creating the directory 0700 if needed), or
-    /// to `remote`'s proxy over TCP with CURVE; commands stay in `runDirectory` either way.
+    /// to `remote`'s proxy over TCP with CURVE, commands included (through the proxy's relay);
+    /// commands this program serves stay in `runDirectory`.
     ///
     /// Connecting never waits for the proxy: ZeroMQ connects when it appears, and again
     /// after it restarts; retained values are published again to every new subscription.
@@ -40,6 +43,7 @@ public final class BusClient: Sendable {
         }
         self.source = source
         self.runDirectory = runDirectory
+        self.remote = remote
         self.logger = logger
         let mailbox = try Mailbox<BusOperation>()
         let counters = BusCounterBox()
@@ -163,9 +167,16 @@ public final class BusClient: Sendable {
         attempts: Int = 3
     ) async throws(BusError) -> Command.Reply {
         let body = try encode(request)
-        let endpoint = try runDirectory.endpoint(Command.endpoint)
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let frames = [Array(requestID.utf8), Array(Command.method.utf8), body]
+        let endpoint: String
+        var frames = [Array(requestID.utf8), Array(Command.method.utf8), body]
+        if let remote {
+            // The relay reads which owner the command is for from a first frame of its own.
+            endpoint = remote.commands
+            frames.insert(Array(Command.endpoint.utf8), at: 0)
+        } else {
+            endpoint = try runDirectory.endpoint(Command.endpoint)
+        }
         let mailbox = self.mailbox
         let result: Result<[[UInt8]], BusError> = await withCheckedContinuation { continuation in
             let posted = mailbox.post(
@@ -273,7 +284,7 @@ enum BusOperation: Sendable {
 
 extension CommandErrorReply {
     /// The JSON body of an `error` reply.
-    static func encoded(_ error: CommandErrorReply) -> Data {
+    package static func encoded(_ error: CommandErrorReply) -> Data {
         (try? BusSchema.makeEncoder().encode(error)) ?? Data(#"{"code":"failed","message":"unencodable error"}"#.utf8)
     }
 }

@@ -350,6 +350,9 @@ final class BusEventLoop {
     private func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
         let socket = try ZMQSocket(type: ZMQ_DEALER, context: context)
         try socket.set(ZMQ_LINGER, 0)
+        if let remote = configuration.remote, endpoint == remote.commands {
+            try socket.setCurveClient(serverKey: remote.serverKey, keys: remote.keys)
+        }
         try socket.connect(endpoint)
         return socket
     }

@@ -64,8 +64,8 @@ public enum CurveKey {
 
 /// A bus proxy on another host, reached over TCP and authenticated with CURVE.
 ///
-/// The proxy publishes on `port` + 1 what it receives on `port`. Commands (send, cancel,
-/// status) do not travel this way: they stay on the proxy's host, in its run directory.
+/// The proxy publishes on `port` + 1 what it receives on `port`, and relays commands (send,
+/// transcript, snapshot, connection…) received on `port` + 2 to their owners on its host.
 public struct RemoteBus: Sendable, Equatable {
     /// The proxy's host name or IPv4 address.
     public var host: String
@@ -88,11 +88,11 @@ public struct RemoteBus: Sendable, Equatable {
         self.keys = keys
     }
 
-    /// The host and port of `tcp://HOST:PORT` or `HOST:PORT`; the port must leave room for `bus.out` after it.
+    /// The host and port of `tcp://HOST:PORT` or `HOST:PORT`; the port must leave room for `bus.out` and the commands after it.
     public static func parse(_ address: String) throws(BusError) -> (host: String, port: Int) {
         let text = address.hasPrefix("tcp://") ? String(address.dropFirst(6)) : address
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65534).contains(port),
-            !text[..<colon].isEmpty, !text[..<colon].contains(":")
+            !text[..<colon].isEmpty, !text[..<colon].contains(":"), port <= 65533
         else {
             throw .invalidAddress(address)
         }
@@ -103,6 +103,9 @@ public struct RemoteBus: Sendable, Equatable {
     public var busIn: String { "tcp://\(host):\(port)" }
     /// The proxy's `bus.out` endpoint.
     public var busOut: String { "tcp://\(host):\(port + 1)" }
+    /// The proxy's command relay: a command sent there, with the name of its endpoint as its
+    /// first frame, reaches that endpoint's owner on the proxy's host.
+    public var commands: String { "tcp://\(host):\(port + 2)" }
 }
 
 extension ZMQSocket {

@@ -6,18 +6,20 @@ import UnixSignals
 /// Runs a Tether program: its services in order, until SIGTERM or SIGINT, then shuts them
 /// down in reverse order within a deadline.
 public enum BusProgram {
-    /// Connects `name` to the bus, then runs the bus client, the services `makeServices`
-    /// returns and a heartbeat whose state word comes from `state`, carrying `counters`.
+    /// Connects `name` to the bus (the run directory's, or `remote`), then runs the bus
+    /// client, the services `makeServices` returns and a heartbeat whose state word comes
+    /// from `state`, carrying `counters`.
     public static func run(
         _ name: String,
         options: ProgramOptions,
+        remote: RemoteBus? = nil,
         state: (@Sendable () -> String)? = nil,
         counters: ProgramCounters? = nil,
         makeServices: (BusClient, Logger) async throws -> [any Service]
     ) async throws {
         options.bootstrapLogging()
         let logger = Logger(label: name)
-        let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, logger: logger)
+        let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, remote: remote, logger: logger)
         let services = try await makeServices(bus, logger)
         try await run(
             [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, counters: counters)],

@@ -190,3 +190,61 @@ import TetherTesting
     }
 }
 
+
+/// A front end on another host: it sends through the tcp:// bus (commands relayed by the
+/// proxy) with an allowed key, and is refused with a stranger's.
+@Suite(.serialized) struct RemoteFrontEndTests {
+    private func makeKey(_ name: String, in directory: TestRunDirectory) throws -> String {
+        let process = try ChildProcess(
+            Programs.path("tether-bus"), ["key", directory.path + "/" + name], outputDirectory: directory.path, name: "key-" + name)
+        #expect(try process.waitForExit(timeout: .seconds(10)) == 0, "\(process.standardError)")
+        return process.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func aFrontEndInAnotherNamespaceSendsWithAnAllowedKeyAndIsRefusedWithAStrangers() async throws {
+        guard CurveKeyPair.isSupported else {
+            print("skipped: this libzmq was built without CURVE")
+            return
+        }
+        if let reason = NetworkNamespace.unavailableReason {
+            print("skipped: \(reason)")
+            return
+        }
+        let namespace = try NetworkNamespace()
+        let hostAddress = try namespace.linkToHost()
+        let keys = try TestRunDirectory()
+        let serverKey = try makeKey("bus.key", in: keys)
+        let allowedKey = try makeKey("allowed.key", in: keys)
+        _ = try makeKey("stranger.key", in: keys)
+        try "\(allowedKey) front-end-elsewhere\n".write(toFile: keys.path + "/allowed-keys", atomically: true, encoding: .utf8)
+        let port = try freePorts(count: 3)
+        let set = try await ComposedSet(environment: [
+            "TETHER_BUS_TCP": "\(hostAddress):\(port)", "TETHER_BUS_CURVE_KEY": keys.path + "/bus.key", "TETHER_BUS_ALLOWED_KEYS": keys.path + "/allowed-keys",
+        ])
+        defer { set.stop() }
+
+        // "Another host": its own run directory, in its own network namespace, the bus over TCP only.
+        let elsewhere = try TestRunDirectory()
+        func send(key: String, _ text: String) throws -> ChildProcess {
+            let (executable, arguments) = namespace.command(
+                Programs.path("tether"),
+                [
+                    "send", "--run-dir", elsewhere.path, "--bus", "tcp://\(hostAddress):\(port)", "--bus-server-key", serverKey,
+                    "--bus-key", keys.path + "/" + key, "--timeout", "20", text,
+                ])
+            let process = try ChildProcess(executable, arguments, outputDirectory: elsewhere.path, name: "send-" + key)
+            try process.waitForExit(timeout: .seconds(60))
+            return process
+        }
+        let friend = try send(key: "allowed.key", "hello from another host")
+        #expect(friend.status == 0, "\(friend.standardError)")
+        #expect(friend.standardOutput == "You said: hello from another host\n", "\(friend.standardOutput)")
+        let stranger = try send(key: "stranger.key", "a stranger's message")
+        #expect(stranger.status != 0)
+        #expect(stranger.standardError.contains("refused this program's key"), "\(stranger.standardError)")
+        let received = set.gatewayRecord().compactMap { $0["content"] as? String }
+        #expect(received.filter { $0 == "hello from another host" }.count == 1)
+        #expect(!received.contains("a stranger's message"))
+        print("from another namespace over tcp://\(hostAddress):\(port): the allowed key sent and got the reply; the stranger: \(stranger.standardError.split(separator: "\n").last ?? "")")
+    }
+}

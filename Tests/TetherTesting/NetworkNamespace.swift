@@ -39,6 +39,18 @@ public final class NetworkNamespace: Sendable {
         }
     }
 
+    /// Moves the veth pair's other end to this host, as 10.231.0.1/24: the namespace becomes
+    /// another host on a link with this one. Returns the host's address on that link.
+    @discardableResult
+    public func linkToHost() throws -> String {
+        let hostSide = "tth\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
+        try exec(["ip", "link", "set", peer, "name", hostSide])
+        try exec(["ip", "link", "set", hostSide, "netns", "1"])
+        try Self.run(["ip", "addr", "add", "10.231.0.1/24", "dev", hostSide])
+        try Self.run(["ip", "link", "set", hostSide, "up"])
+        return "10.231.0.1"
+    }
+
     deinit {
         _ = try? Self.run(["ip", "netns", "del", name])
     }

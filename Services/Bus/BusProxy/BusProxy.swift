@@ -65,9 +65,20 @@ public struct BusProxy: Service {
         let authenticator = listener.map { ZAPHandler(allowListPath: $0.allowListPath, logger: logger) }
         try await authenticator?.start()
         let proxy = ProxyThread(endpoints: endpoints, logger: logger)
+        // Commands from other hosts, to the owners in this run directory, behind the same keys.
+        let relay = try listener.map { listener in
+            CommandRelay(
+                listen: "tcp://\(listener.host):\(listener.port + 2)", secretKey: listener.keys.secretKey,
+                owners: Dictionary(
+                    uniqueKeysWithValues: try [Endpoints.protocolHandler, Endpoints.snapshotStore, Endpoints.connectionManager].map {
+                        ($0, try runDirectory.endpoint($0))
+                    }), logger: logger)
+        }
         do {
             try await proxy.start()
+            try await relay?.start()
         } catch {
+            await proxy.stop()
             await authenticator?.stop()
             throw error
         }
@@ -76,12 +87,14 @@ public struct BusProxy: Service {
             logger.info(
                 "bus proxy listening for other hosts with CURVE",
                 metadata: [
-                    "bus.tcp.in": "\(tcp.busIn)", "bus.tcp.out": "\(tcp.busOut)", "bus.key": "\(listener.keys.publicKey)",
+                    "bus.tcp.in": "\(tcp.busIn)", "bus.tcp.out": "\(tcp.busOut)", "bus.tcp.commands": "tcp://\(listener.host):\(listener.port + 2)",
+                    "bus.key": "\(listener.keys.publicKey)",
                     "bus.allowed": "\(listener.allowListPath)",
                 ])
         }
         try? await gracefulShutdown()
         logger.info("bus proxy stopping")
+        await relay?.stop()
         await proxy.stop()
         await authenticator?.stop()
         withExtendedLifetime(lock) {}

@@ -20,7 +20,8 @@ struct Run: AsyncParsableCommand {
         abstract: "Run the bus (the default).",
         discussion: """
             With --tcp HOST:PORT the bus also listens for programs on other hosts: bus.in on PORT, \
-            bus.out on PORT+1. Those programs authenticate with CURVE (tether-tap --bus, --bus-server-key, \
+            bus.out on PORT+1, and on PORT+2 a relay that takes their commands (send, transcript, snapshot, \
+            connection…) to the owners in this run directory. Those programs authenticate with CURVE (tether-tap --bus, --bus-server-key, \
             --bus-key) and only the public keys in the --allowed-keys file get in; the file is read at \
             every connection, so a key added or removed counts from the next one.
             """
@@ -28,16 +29,25 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var options: ProgramOptions
 
-    @Option(help: "Also listen for other hosts on HOST:PORT (bus.in) and HOST:PORT+1 (bus.out), with CURVE.")
+    @Option(help: "Also listen for other hosts on HOST:PORT (bus.in), HOST:PORT+1 (bus.out) and HOST:PORT+2 (commands), with CURVE (default: $TETHER_BUS_TCP).")
     var tcp: String?
 
-    @Option(help: "The bus's CURVE secret key file (0600), made there if missing; 'tether-bus key FILE' prints its public key. Needed with --tcp.")
+    @Option(help: "The bus's CURVE secret key file (0600), made there if missing; 'tether-bus key FILE' prints its public key. Needed with --tcp (default: $TETHER_BUS_CURVE_KEY).")
     var curveKey: String?
 
-    @Option(help: "The public keys allowed in over --tcp: one a line, optionally followed by a name. Needed with --tcp.")
+    @Option(help: "The public keys allowed in over --tcp: one a line, optionally followed by a name. Needed with --tcp (default: $TETHER_BUS_ALLOWED_KEYS).")
     var allowedKeys: String?
 
+    /// An option, else its environment variable (a compose file's programs inherit the supervisor's environment).
+    private static func option(_ value: String?, _ variable: String) -> String? {
+        value ?? ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+    private var tcpAddress: String? { Self.option(tcp, "TETHER_BUS_TCP") }
+    private var curveKeyFile: String? { Self.option(curveKey, "TETHER_BUS_CURVE_KEY") }
+    private var allowedKeysFile: String? { Self.option(allowedKeys, "TETHER_BUS_ALLOWED_KEYS") }
+
     func validate() throws {
+        let (tcp, curveKey, allowedKeys) = (tcpAddress, curveKeyFile, allowedKeysFile)
         guard let tcp else {
             if curveKey != nil || allowedKeys != nil { throw ValidationError("--curve-key and --allowed-keys go with --tcp") }
             return
@@ -54,7 +64,7 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "tether-bus")
         let runDirectory = options.resolvedRunDirectory
         var listener: BusProxy.TCPListener?
-        if let tcp, let curveKey, let allowedKeys {
+        if let tcp = tcpAddress, let curveKey = curveKeyFile, let allowedKeys = allowedKeysFile {
             let (host, port) = try RemoteBus.parse(tcp)
             let (keys, created) = try CurveKeyFile.readOrCreate(curveKey)
             if created { logger.notice("made a new bus key", metadata: ["bus.key.file": "\(curveKey)", "bus.key": "\(keys.publicKey)"]) }

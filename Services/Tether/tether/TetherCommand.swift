@@ -19,9 +19,11 @@ struct TetherCommand: AsyncParsableCommand {
 }
 
 /// Opens a bus client for a command-line front end; a clear error if the run directory is unusable.
-func openBus(_ options: ProgramOptions) throws -> BusClient {
+/// The bus in the run directory, or the one on another host that `remote` names (commands
+/// included, through its relay).
+func openBus(_ options: ProgramOptions, _ remote: RemoteBusOptions) throws -> BusClient {
     options.bootstrapLogging()
-    return try BusClient(source: "tether", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether"))
+    return try remote.makeBusClient(source: "tether", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether"))
 }
 
 /// Exit code when the set is not running.
@@ -46,12 +48,13 @@ struct Chat: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Flag(help: "Plain lines instead of the full screen: for screen readers, logs and pipes.")
     var plain = false
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let plainLines = plain || isatty(STDOUT_FILENO) == 0 || isatty(STDIN_FILENO) == 0
         let name = plainLines ? "tether --plain" : TerminalSession.frontEndName
         do {
@@ -84,6 +87,7 @@ struct Send: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Argument(help: "The message.")
     var text: [String]
@@ -128,7 +132,7 @@ struct Send: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
@@ -197,6 +201,7 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print the conversation as it happens, starting with the stored transcript.")
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Flag(help: "One JSON object a line: {\"topic\", \"body\"}.")
     var json = false
@@ -205,7 +210,7 @@ struct Watch: AsyncParsableCommand {
     var history = 50
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         do {
             // Until SIGINT or SIGTERM; then it says it leaves, and the bus closes after it.
             try await BusProgram.run([BusClientService(bus: bus), ConversationPrinter(bus: bus, json: json, history: history)], logger: Logger(label: "tether"))
@@ -279,12 +284,13 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show each program, the connection, the network and the outbox.")
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Flag(help: "Print the report as JSON.")
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let report: StatusReport
         do {
             report = try await StatusReport.gather(bus: bus)
@@ -315,12 +321,13 @@ enum JSONLine {
 /// `reconnect`, `suspend` and `resume`: a command to tether-connd, answered with the phase after it.
 protocol ConnectionControl: AsyncParsableCommand {
     var options: ProgramOptions { get }
+    var remote: RemoteBusOptions { get }
     static var action: ConnectionCommand.Action { get }
 }
 
 extension ConnectionControl {
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let reply: ConnectionCommand.Reply
         do {
             reply = try await bus.request(ConnectionCommand.self, .init(action: Self.action))
@@ -341,18 +348,21 @@ struct Reconnect: ConnectionControl {
     static let configuration = CommandConfiguration(abstract: "Connect to the gateway now, whatever the backoff or a failure says.")
     static let action = ConnectionCommand.Action.reconnect
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 }
 
 struct Suspend: ConnectionControl {
     static let configuration = CommandConfiguration(abstract: "Close the connection gracefully and keep it closed until resume.")
     static let action = ConnectionCommand.Action.suspend
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 }
 
 struct Resume: ConnectionControl {
     static let configuration = CommandConfiguration(abstract: "Connect again after a suspend, with the same identity and credential.")
     static let action = ConnectionCommand.Action.resume
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 }
 
 extension DeliveryStrategy: ArgumentParser.ExpressibleByArgument {}
@@ -361,6 +371,7 @@ struct Cancel: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Cancel a message not yet delivered, or all of them.")
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Argument(help: "The message id (from tether watch --json); omit with --all.")
     var id: String?
@@ -373,7 +384,7 @@ struct Cancel: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let reply: CancelCommand.Reply
         do {
             reply = try await bus.request(CancelCommand.self, .init(id: id.map(MessageID.init)))
@@ -392,12 +403,13 @@ struct Sessions: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Flag(help: "One JSON object.")
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let reply: SessionsCommand.Reply
         do {
             reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
@@ -423,12 +435,13 @@ struct Abort: AsyncParsableCommand {
         abstract: "Stop the reply the gateway is writing (OpenClaw); it ends incomplete, saying it was stopped.")
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Option(help: "Stop only the reply to this message (its id); else every reply of the session.")
     var id: String?
 
     func run() async throws {
-        let bus = try openBus(options)
+        let bus = try openBus(options, remote)
         let reply: AbortCommand.Reply
         do {
             reply = try await bus.request(AbortCommand.self, .init(id: id.map(MessageID.init)), timeout: .seconds(12), attempts: 1)

@@ -75,7 +75,7 @@ public struct WebBridge: Sendable {
                 if let warning = reply.warning { fields["warning"] = warning }
                 return PageMessage.answer(fields)
             } catch {
-                if let refused = error as? BusError, let code = refused.refusalCode, let words = refused.refusal {
+                if let code = error.refusalCode, let words = error.refusal {
                     return PageMessage.answer(["type": "sendError", "id": id, "code": code.rawValue, "message": words])
                 }
                 // protod did not answer: the page keeps the message and sends it again with its id.

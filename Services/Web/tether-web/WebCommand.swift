@@ -12,6 +12,7 @@ struct WebCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ProgramOptions
+    @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
     @Option(help: "The address to listen on; the default answers only this machine.")
     var host = "127.0.0.1"
@@ -31,7 +32,7 @@ struct WebCommand: AsyncParsableCommand {
         let tokenPath = tokenFile ?? directory.file("web.token")
         let token = try Self.token(at: tokenPath)
         let configuration = WebConfiguration(host: host, port: port, token: token, urlFile: directory.file("web.url"))
-        try await BusProgram.run("tether-web", options: options) { bus, logger in
+        try await BusProgram.run("tether-web", options: options, remote: try remote.remoteBus()) { bus, logger in
             try WebServer.makeServices(configuration: configuration, bus: bus, logger: logger)
         }
     }
