@@ -293,6 +293,19 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
 
     /// Whether nothing more will happen to the message.
     public var isFinal: Bool { rank == 3 }
+
+    /// The mark a front end shows beside a message the user sent: `✓✓ delivered`.
+    public var mark: String {
+        switch self {
+        case .queued: "… queued"
+        case .sent: "✓ sent"
+        case .delivered: "✓✓ delivered"
+        case .failed: "✗ failed"
+        case .expired: "✗ expired"
+        case .cancelled: "✗ cancelled"
+        case .received, .incomplete: rawValue
+        }
+    }
 }
 
 /// How tether-protod knows which message a reply answers.

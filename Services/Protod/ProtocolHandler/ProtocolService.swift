@@ -114,7 +114,7 @@ actor ProtocolEngine {
     private let logger: Logger
     private let counters: ProgramCounters
     /// The outbox's disk, and the damaged files set aside at start.
-    private var storage: StorageCondition
+    private let storage: StorageWatch
     private let codec = WireCodec()
     private let openClawCodec = OpenClawCodec()
     private var machine: DeliveryStateMachine
@@ -135,7 +135,13 @@ actor ProtocolEngine {
         logger: Logger
     ) {
         self.bus = bus
-        self.storage = storage
+        self.storage = StorageWatch(storage, logger: logger) { report in
+            do {
+                try bus.retain(report, on: .storage)
+            } catch {
+                logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
+            }
+        }
         self.outbox = outbox
         self.journal = journal
         self.settings = settings
@@ -145,7 +151,7 @@ actor ProtocolEngine {
     }
 
     func start() async throws {
-        retainStorage(storage.report)
+        storage.announce()
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
         let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
@@ -226,10 +232,10 @@ actor ProtocolEngine {
                 do {
                     enqueued = try await outbox.enqueue(
                         id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
-                    wrote()
+                    storage.wrote()
                 } catch {
                     guard let words = storage.fullDiskWords(for: error) else { throw error }
-                    writeFailed(error)
+                    storage.writeFailed(error)
                     throw CommandError("not queued: \(words)", code: .diskFull)
                 }
                 let (message, inserted) = enqueued
@@ -387,9 +393,9 @@ actor ProtocolEngine {
     private func perform(_ action: DeliveryStateMachine.Action) async {
         do {
             try await carryOut(action)
-            if action.writesTheOutbox { wrote() }
+            if action.writesTheOutbox { storage.wrote() }
         } catch {
-            writeFailed(error)
+            storage.writeFailed(error)
             logger.error("cannot carry out \(action.name)", metadata: ["protod.error": "\(error)"])
         }
     }
@@ -442,32 +448,6 @@ actor ProtocolEngine {
         }
     }
 
-    // MARK: Storage
-
-    /// A write to the outbox or the journal succeeded: a disk that was full has room again.
-    private func wrote() {
-        if let report = storage.writeSucceeded() {
-            logger.notice("the disk has room again: writing to the outbox and the journal")
-            retainStorage(report)
-        }
-    }
-
-    /// A write failed: a full disk is said on `storage` (the message stays where it was).
-    private func writeFailed(_ error: any Error) {
-        if let report = storage.writeFailed(error) {
-            logger.error("\(report.words ?? "the disk is full")")
-            retainStorage(report)
-        }
-    }
-
-    private func retainStorage(_ report: StorageReport) {
-        do {
-            try bus.retain(report, on: .storage)
-        } catch {
-            logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
-        }
-    }
-
     private func publish(_ payload: some Encodable, on topic: Topic) {
         do {
             try bus.publish(payload, on: topic)
@@ -485,7 +465,7 @@ actor ProtocolEngine {
         do {
             publish(try journal.record(body), on: type(of: body).topic)
         } catch {
-            writeFailed(error)
+            storage.writeFailed(error)
             logger.error("cannot journal a conversation change", metadata: ["journal.error": "\(error)"])
             publish(body, on: type(of: body).topic)
         }

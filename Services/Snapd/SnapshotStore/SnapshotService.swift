@@ -12,7 +12,7 @@ public struct SnapshotService: Service {
     private let bus: any Bus
     private let store: TranscriptStore
     private let catchUpInterval: Duration
-    private let storage: SharedStorageCondition
+    private let storage: StorageWatch
     private let logger: Logger
 
     /// - Parameters:
@@ -26,12 +26,18 @@ public struct SnapshotService: Service {
         self.bus = bus
         self.store = store
         self.catchUpInterval = catchUpInterval
-        self.storage = SharedStorageCondition(storage)
+        self.storage = StorageWatch(storage, logger: logger) { report in
+            do {
+                try bus.retain(report, on: .storage)
+            } catch {
+                logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
+            }
+        }
         self.logger = logger
     }
 
     public func run() async throws {
-        retainStorage(storage.report)
+        storage.announce()
         // Subscribe first, then catch up: a change published in between is in one or the other.
         let updates = try await bus.subscribe(
             to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name])
@@ -70,9 +76,9 @@ public struct SnapshotService: Service {
         dispatcher.on(SaveDisplayCommand.self) { [self] display in
             do {
                 try await store.save(display)
-                wrote()
+                storage.wrote()
             } catch {
-                writeFailed(error)
+                storage.writeFailed(error)
                 guard let words = storage.fullDiskWords(for: error) else { throw error }
                 throw CommandError("the display was not saved: \(words)", code: .diskFull)
             }
@@ -102,12 +108,12 @@ public struct SnapshotService: Service {
                 default:
                     continue
                 }
-                wrote()
+                storage.wrote()
                 if applied.gap { onGap() }
                 announceCompaction(applied.compacted)
             } catch {
                 // Not kept: the next change shows a gap, and the catch-up fetches it from protod's journal.
-                writeFailed(error)
+                storage.writeFailed(error)
                 logger.warning("cannot record a conversation update", metadata: ["bus.topic": "\(message.topic)", "snapd.error": "\(error)"])
             }
         }
@@ -133,7 +139,7 @@ public struct SnapshotService: Service {
                 }
                 guard let last = reply.changes.last?.revision else { break }
                 announceCompaction(try await store.apply(journaled: reply.changes, from: reply.journal))
-                wrote()
+                storage.wrote()
                 fetched += reply.changes.count
                 revision = last
                 if reply.changes.count < JournalCommand.pageLimit { break }
@@ -143,33 +149,9 @@ public struct SnapshotService: Service {
                 try? bus.publish(SnapshotSaved(kind: .transcript, revision: revision, count: fetched), on: .snapshotSaved)
             }
         } catch {
-            writeFailed(error)
+            storage.writeFailed(error)
             // protod is down or busy, or the disk full: the next wakeup asks again.
             logger.debug("cannot catch up with protod's journal now", metadata: ["snapd.error": "\(error)"])
-        }
-    }
-
-    /// A write succeeded: a disk that was full has room again.
-    private func wrote() {
-        if let report = storage.writeSucceeded() {
-            logger.notice("the disk has room again: recording the conversation")
-            retainStorage(report)
-        }
-    }
-
-    /// A write failed: a full disk is said on `storage`.
-    private func writeFailed(_ error: any Error) {
-        if let report = storage.writeFailed(error) {
-            logger.error("\(report.words ?? "the disk is full")")
-            retainStorage(report)
-        }
-    }
-
-    private func retainStorage(_ report: StorageReport) {
-        do {
-            try bus.retain(report, on: .storage)
-        } catch {
-            logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
         }
     }
 

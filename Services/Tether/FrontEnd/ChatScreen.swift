@@ -227,17 +227,7 @@ public struct ChatScreen: Sendable {
     static func text(of entry: TranscriptEntry) -> String {
         switch entry.sender {
         case .user:
-            let mark =
-                switch entry.status {
-                case .queued: "… queued"
-                case .sent: "✓ sent"
-                case .delivered: "✓✓ delivered"
-                case .failed: "✗ failed"
-                case .expired: "✗ expired"
-                case .cancelled: "✗ cancelled"
-                case .received, .incomplete: entry.status.rawValue
-                }
-            return "You: \(entry.content)  \(mark)"
+            return "You: \(entry.content)  \(entry.status.mark)"
         case .bot(let name):
             return "\(name.isEmpty ? "Bot" : name): \(entry.content)" + (entry.status == .incomplete ? "  ✗ cut off" : "")
         }

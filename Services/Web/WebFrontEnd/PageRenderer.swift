@@ -90,16 +90,7 @@ public struct PageRenderer: Sendable {
     private func item(_ entry: TranscriptEntry) -> String {
         switch entry.sender {
         case .user:
-            let mark =
-                switch entry.status {
-                case .queued: "… queued"
-                case .sent: "✓ sent"
-                case .delivered: "✓✓ delivered"
-                case .failed: "✗ failed"
-                case .expired: "✗ expired"
-                case .cancelled: "✗ cancelled"
-                case .received, .incomplete: entry.status.rawValue
-                }
+            let mark = entry.status.mark
             return #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#
         case .bot(name: let name):
             let cut = entry.status == .incomplete ? #"<span class="mark bad">✗ cut off</span>"# : ""
