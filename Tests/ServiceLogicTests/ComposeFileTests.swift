@@ -20,7 +20,7 @@ import TetherTesting
     @Test func everyComposeFileLoads() throws {
         let folder = Programs.packageRoot + "/compose"
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".yaml") }.sorted()
-        #expect(names == ["default.yaml", "gateway.yaml", "headless.yaml", "openclaw.yaml", "python.yaml"])
+        #expect(names == ["default.yaml", "gateway.yaml", "headless.yaml", "openclaw.yaml", "python.yaml", "web.yaml"])
         for name in names {
             let file = try ComposeFile.load(path: folder + "/" + name)
             #expect(file.programs.contains { $0.name == "connd" }, "\(name)")
@@ -29,6 +29,9 @@ import TetherTesting
         #expect(headless.programs.last?.command == ["tether", "watch", "--json"])
         let python = try ComposeFile.load(path: folder + "/python.yaml")
         #expect(python.programs.last?.ready == .topic("frontend.presence"))
+        let web = try ComposeFile.load(path: folder + "/web.yaml")
+        #expect(web.programs.last?.command.first == "tether-web")
+        #expect(web.programs.last?.ready == .tcp("127.0.0.1:${TETHER_WEB_PORT}"))
     }
 
     @Test func restartBudgetAllowsSoManyWithinItsWindow() {
