@@ -132,7 +132,7 @@ let package = Package(
         // SQLite files that survive damage and a full disk: checked at start, set aside in words.
         .target(
             name: "TetherStorage",
-            dependencies: ["TetherSchema", .grdb, .logging],
+            dependencies: ["TetherBus", "TetherSchema", .grdb, .logging],
             path: "Shared/TetherStorage",
             swiftSettings: swiftSettings
         ),

@@ -76,14 +76,8 @@ extension BusMessage {
 public struct BusCounters: Sendable, Hashable {
     /// Messages published.
     public var published: UInt64 = 0
-    /// Messages the publisher socket refused because its queue was full.
-    public var publishDropped: UInt64 = 0
     /// Messages received and handed to subscribers.
     public var received: UInt64 = 0
-    /// Messages received and dropped: wrong frame count, unreadable header, oversized body.
-    public var malformed: UInt64 = 0
-    /// Messages a slow subscriber had no room for.
-    public var lagged: UInt64 = 0
     /// Every message dropped, by kind (``BusDrop``).
     public var dropped: [String: UInt64] = [:]
 
@@ -93,12 +87,6 @@ public struct BusCounters: Sendable, Hashable {
     mutating func drop(_ kind: String, count: UInt64 = 1) {
         guard count > 0 else { return }
         dropped[kind, default: 0] += count
-        switch kind {
-        case BusDrop.malformed, BusDrop.oversized, BusDrop.unknownSchema, BusDrop.malformedCommand, BusDrop.oversizedCommand: malformed += count
-        case BusDrop.lagged, BusDrop.commandOverflow: lagged += count
-        case BusDrop.publishRefused: publishDropped += count
-        default: break
-        }
     }
 }
 

@@ -50,6 +50,11 @@ public enum SecretFile {
         throw SecretFileError(description: "no token: pass --token-file FILE (mode 0600) or set \(variable)")
     }
 
+    /// A new random token: 32 random bytes as 64 hexadecimal digits.
+    public static func newToken() -> String {
+        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
     /// Writes `secret` to `path` with mode 0600, replacing the file atomically.
     public static func write(_ secret: String, to path: String) throws {
         let temporary = path + ".tmp.\(getpid())"

@@ -1,7 +1,8 @@
-public import Foundation
+import Foundation
 public import Logging
 import Synchronization
-public import TetherSchema
+public import TetherBus
+import TetherSchema
 
 /// What a program that writes a database says of its disk, from any of its tasks: a
 /// ``StorageCondition`` behind a lock, and the report published (retained on `storage`)
@@ -9,13 +10,21 @@ public import TetherSchema
 public final class StorageWatch: Sendable {
     private let condition: Mutex<StorageCondition>
     private let logger: Logger
-    private let publish: @Sendable (StorageReport) -> Void
+    private let bus: any Bus
 
-    /// - Parameter publish: retains a report on the bus.
-    public init(_ condition: StorageCondition, logger: Logger, publish: @escaping @Sendable (StorageReport) -> Void) {
+    /// - Parameter bus: where the report is retained, on `storage`.
+    public init(_ condition: StorageCondition, bus: any Bus, logger: Logger) {
         self.condition = Mutex(condition)
+        self.bus = bus
         self.logger = logger
-        self.publish = publish
+    }
+
+    private func publish(_ report: StorageReport) {
+        do {
+            try bus.retain(report, on: .storage)
+        } catch {
+            logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
+        }
     }
 
     /// Publishes the report as it stands (at start: the databases set aside, if any).

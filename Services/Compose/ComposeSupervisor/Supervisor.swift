@@ -122,9 +122,7 @@ public actor Supervisor {
         for template in file.tokens {
             let path = try ComposeFile.expand(template, variables: variables)
             guard !FileManager.default.fileExists(atPath: path) else { continue }
-            var bytes = [UInt8](repeating: 0, count: 32)
-            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
-            try SecretFile.write(bytes.map { String(format: "%02x", $0) }.joined(), to: path)
+            try SecretFile.write(SecretFile.newToken(), to: path)
             log("generated a token in \(path)")
         }
     }

@@ -135,13 +135,7 @@ actor ProtocolEngine {
         logger: Logger
     ) {
         self.bus = bus
-        self.storage = StorageWatch(storage, logger: logger) { report in
-            do {
-                try bus.retain(report, on: .storage)
-            } catch {
-                logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
-            }
-        }
+        self.storage = StorageWatch(storage, bus: bus, logger: logger)
         self.outbox = outbox
         self.journal = journal
         self.settings = settings

@@ -26,13 +26,7 @@ public struct SnapshotService: Service {
         self.bus = bus
         self.store = store
         self.catchUpInterval = catchUpInterval
-        self.storage = StorageWatch(storage, logger: logger) { report in
-            do {
-                try bus.retain(report, on: .storage)
-            } catch {
-                logger.warning("cannot publish", metadata: ["bus.topic": "\(Topic.storage)", "bus.error": "\(error)"])
-            }
-        }
+        self.storage = StorageWatch(storage, bus: bus, logger: logger)
         self.logger = logger
     }
 

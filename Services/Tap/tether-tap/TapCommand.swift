@@ -205,7 +205,7 @@ struct Replay: AsyncParsableCommand {
             sent += 1
         }
         await bus.close()
-        let dropped = bus.statistics.publishDropped
+        let dropped = bus.statistics.dropped[BusDrop.publishRefused, default: 0]
         print("replayed \(sent) messages from \(file)\(dropped > 0 ? "; \(dropped) dropped by a full queue" : "")")
         if dropped > 0 { throw ExitCode(1) }
     }

@@ -58,8 +58,7 @@ public struct WebBridge: Sendable {
         switch request.type {
         case "snapshot":
             do {
-                let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries))
-                let snapshot = PageRenderer.FirstFrame(entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming)
+                let snapshot = try await storedFrame(timeout: .milliseconds(2500), attempts: 3)
                 let body = String(decoding: try BusSchema.makeEncoder().encode(snapshot), as: UTF8.self)
                 return #"{"type":"snapshot","snapshot":\#(body)}"#
             } catch {
@@ -93,13 +92,20 @@ public struct WebBridge: Sendable {
         }
     }
 
+    /// What snapd keeps for the page: the newest entries, the replies still streaming, the draft.
+    private func storedFrame(timeout: Duration, attempts: Int) async throws(BusError) -> PageRenderer.FirstFrame {
+        let reply = try await bus.request(
+            SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries), timeout: timeout, attempts: attempts)
+        return PageRenderer.FirstFrame(
+            entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming, draft: reply.display?.draft ?? "")
+    }
+
     /// The first frame for a new page: the stored transcript, the draft, the connection.
     func firstFrame(connection: ConnectionStatus?) async -> PageRenderer.FirstFrame {
         do {
-            let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries), timeout: .seconds(2), attempts: 1)
-            return PageRenderer.FirstFrame(
-                entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming, draft: reply.display?.draft ?? "",
-                connection: connection)
+            var frame = try await storedFrame(timeout: .seconds(2), attempts: 1)
+            frame.connection = connection
+            return frame
         } catch {
             return PageRenderer.FirstFrame(
                 connection: connection, problem: "The stored transcript could not be read (tether-snapd did not answer); it comes as soon as the page connects.")

@@ -39,11 +39,7 @@ struct WebCommand: AsyncParsableCommand {
 
     /// The token in `path`; a new random one when the file is missing.
     static func token(at path: String) throws -> String {
-        if !FileManager.default.fileExists(atPath: path) {
-            var bytes = [UInt8](repeating: 0, count: 32)
-            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
-            try SecretFile.write(bytes.map { String(format: "%02x", $0) }.joined(), to: path)
-        }
+        if !FileManager.default.fileExists(atPath: path) { try SecretFile.write(SecretFile.newToken(), to: path) }
         return try SecretFile.read(path, kind: "web token file")
     }
 }
