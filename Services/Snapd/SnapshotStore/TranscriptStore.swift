@@ -312,8 +312,9 @@ public struct TranscriptStore: Sendable {
             damaged, fresh in
             let salvaged = salvage(from: damaged)
             let restored = (try? await fresh.restore(salvaged)) ?? 0
-            return "\(restored) transcript entr\(restored == 1 ? "y was" : "ies were") read back from it and the rest is taken again from "
-                + "tether-protod's journal (the newest 50,000 changes); the front ends' saved screens and drafts were lost"
+            // Not "the rest comes back": protod's journal may have been replaced too, and then holds nothing older.
+            return "\(restored) transcript entr\(restored == 1 ? "y was" : "ies were") read back from it, and what tether-protod's journal "
+                + "still holds (at most its newest 50,000 changes) is taken again from it; the front ends' saved screens and drafts were lost"
         }
     }
 
