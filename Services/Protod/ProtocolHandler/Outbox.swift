@@ -273,7 +273,9 @@ public struct Outbox: Sendable {
             guard let waiting = try? await fresh.restore(salvaged), !salvaged.isEmpty else {
                 return "no message could be read from it: any it held that were waiting to be sent are lost"
             }
-            return "\(salvaged.count) message\(salvaged.count == 1 ? "" : "s") read back from it, \(waiting) of them still to be sent"
+            // How many rows the damage took is not known: the words say so rather than imply none.
+            return "\(salvaged.count) message\(salvaged.count == 1 ? "" : "s") read back from it, \(waiting) of them still to be sent; "
+                + "any it held that could not be read are lost"
         }
     }
 }
