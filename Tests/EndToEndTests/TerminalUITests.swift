@@ -58,31 +58,60 @@ import TetherTesting
         await client.close()
     }
 
+    /// As a user runs it: from a shell, where Ctrl-Z stops the job and `fg` brings it back.
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
-    func ctrlZSuspendsAndContinuingResumes() async throws {
+    func ctrlZStopsTheJobAndFgResumes() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }
         let client = try BusClient(source: "tui-test", runDirectory: set.run.runDirectory, logger: Logger(label: "tui-test"))
         let flow = try await TopicRecorder(bus: client, prefixes: [Topic.connectionState.name, Topic.snapshotSaved.name])
-        let ui = try startUI(set)
-        _ = try await ui.waitFor("Ctrl-C quit")
-        try ui.type("draft kept")
-        let pid = try ui.pid()
+        let shell = try Tmux.shell(directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        try shell.run(command: [Programs.path("tether"), "--run-dir", set.run.path])
+        _ = try await shell.waitFor("Ctrl-Z suspend · Ctrl-C quit")
+        try shell.type("draft kept")
 
         let pressed = ContinuousClock.now
-        try ui.press("C-z")
+        try shell.press("C-z")
         let suspended = try await flow.waitFor(.connectionState, as: ConnectionStatus.self, since: pressed) { $0.phase == .suspended }
         #expect(suspended.decode(ConnectionStatus.self)?.suspendReason == .command)
         let saved = try await flow.waitFor(.snapshotSaved, as: SnapshotSaved.self, since: pressed) { $0.kind == .display }
-        #expect(saved.receivedAt <= suspended.receivedAt, "the display is saved before the connection closes")
+        // Compared by when snapd and connd published them: two publishers' messages may reach
+        // a subscriber in either order when they are microseconds apart.
+        #expect(saved.message.header.timestamp <= suspended.message.header.timestamp, "the display is saved before the connection closes")
         print("Ctrl-Z: display saved and \"Disconnected (app suspended)\" \(pressed.duration(to: suspended.receivedAt)) after the key")
+        // The shell has the terminal back and says the job stopped; the connection stays closed.
+        let stopped = try await shell.waitFor("Stopped")
+        #expect(stopped.contains("$ "), "no shell prompt after the stop:\n\(stopped)")
+        let latest = await flow.entries.last { $0.topic == .connectionState }?.decode(ConnectionStatus.self)
+        #expect(latest?.phase == .suspended, "the connection did not stay suspended while the job was stopped: \(String(describing: latest))")
 
-        // What a shell's fg does: continue the process. It draws at once and reconnects.
+        // fg continues it: it draws at once and reconnects.
         let continued = ContinuousClock.now
-        kill(pid, SIGCONT)
+        try shell.run(command: ["fg"])
         let back = try await flow.waitFor(.connectionState, as: ConnectionStatus.self, since: continued) { $0.phase == .connected }
-        print("continued: connected again \(continued.duration(to: back.receivedAt)) later")
-        _ = try await ui.waitFor("> draft kept")
+        print("fg: connected again \(continued.duration(to: back.receivedAt)) later")
+        _ = try await shell.waitFor("> draft kept")
+        try shell.press("C-c")
+        await client.close()
+    }
+
+    /// Started by the terminal itself there is no shell to come back to: Ctrl-Z says so and
+    /// leaves the connection alone (stopped, the process would hang with nothing to continue it).
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func ctrlZWithoutAShellSaysWhyAndKeepsTheConnection() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let client = try BusClient(source: "tui-test", runDirectory: set.run.runDirectory, logger: Logger(label: "tui-test"))
+        let flow = try await TopicRecorder(bus: client, prefixes: [Topic.connectionState.name])
+        let ui = try startUI(set)
+        let first = try await ui.waitFor("Ctrl-C quit")
+        #expect(!first.contains("Ctrl-Z"), "Ctrl-Z is offered with no shell to return to:\n\(first)")
+        let pressed = ContinuousClock.now
+        try ui.press("C-z")
+        _ = try await ui.waitFor("Ctrl-Z does nothing here: tether was not started from a shell")
+        #expect(ui.isRunning)
+        let changes = await flow.entries.filter { $0.topic == .connectionState && $0.receivedAt >= pressed }
+        #expect(changes.isEmpty, "the connection changed: \(changes.map { $0.decode(ConnectionStatus.self)?.phase as Any })")
         try ui.press("C-c")
         await client.close()
     }

@@ -134,6 +134,15 @@ import TetherWire
         #expect(screen.handle(.control("c"), at: start) == .quit)
     }
 
+    @Test func ctrlZWithoutAShellSaysWhyAndSuspendsNothing() throws {
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0), canSuspend: false)
+        #expect(!screen.render(width: 200, height: 6, at: start).rows[4].text.contains("Ctrl-Z"), "not offered")
+        #expect(screen.handle(.control("z"), at: start) == nil)
+        #expect(screen.render(width: 200, height: 6, at: start).rows[4].text.contains("Ctrl-Z does nothing here: tether was not started from a shell"))
+        _ = screen.handle(.character("a"), at: start)
+        #expect(!screen.render(width: 200, height: 6, at: start).rows[4].text.contains("does nothing"), "the words go with the next key")
+    }
+
     @Test func theSessionIsInTheStatusLineAndCtrlXStopsAReply() throws {
         var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
         screen.apply(try message(.connectionState, ConnectionStatus(phase: .connected, url: "ws://g", epoch: 1)), at: start)

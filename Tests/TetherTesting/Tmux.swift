@@ -22,6 +22,18 @@ public final class Tmux {
         pids = found.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
     }
 
+    /// Starts an interactive bash (no startup files, the prompt "$ ") in a `columns` × `rows`
+    /// terminal: a shell with job control, where Ctrl-Z stops a job and `fg` continues it.
+    public static func shell(columns: Int = 100, rows: Int = 30, directory: String, environment: [String: String] = [:]) throws -> Tmux {
+        try Tmux(["bash", "--norc", "--noprofile", "-i"], columns: columns, rows: rows, directory: directory, environment: environment.merging(["PS1": "$ "]) { $1 })
+    }
+
+    /// Types a command line into the shell (every word quoted) and presses Enter.
+    public func run(command: [String]) throws {
+        try type(command.map { "'" + $0.replacingOccurrences(of: "'", with: #"'\''"#) + "'" }.joined(separator: " "))
+        try press("Enter")
+    }
+
     deinit {
         _ = try? run(["kill-server"])
         for pid in pids { kill(pid, SIGKILL) }

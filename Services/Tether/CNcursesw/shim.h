@@ -6,6 +6,9 @@
 #define NCURSES_WIDECHAR 1
 #include <ncursesw/curses.h>
 #include <locale.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 #include <wchar.h>
 
 enum {
@@ -60,6 +63,34 @@ static inline void tether_tui_stop(void) { endwin(); }
 
 /// Takes the terminal again after `tether_tui_stop` (after the process was stopped and continued).
 static inline void tether_tui_resume(void) { refresh(); }
+
+/// Whether a shell with job control started the process: its parent is in the same session
+/// but in another process group, so a stopped job comes back with `fg`. Started by a
+/// terminal or tmux directly, nothing could continue a stopped process (the kernel even
+/// ignores a stop from the keyboard then).
+static inline int tether_tui_can_stop(void) {
+    pid_t parent = getppid();
+    return getsid(parent) == getsid(0) && getpgid(parent) != getpgrp();
+}
+
+/// Stops the process as Ctrl-Z in a cooked terminal would (SIGTSTP, so the shell says
+/// "Stopped"); returns once it is continued. ncurses keeps a SIGTSTP handler of its own, so
+/// the default action is put back for this one stop. raise() signals this very thread (which
+/// may block SIGTSTP, as threads started from a dispatch queue do, so it is let through), so
+/// the stop has happened, and ended, before it returns.
+static inline void tether_tui_stop_process(void) {
+    struct sigaction stop = {0}, previous;
+    stop.sa_handler = SIG_DFL;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGTSTP, &stop, &previous);
+    sigset_t only_stop, mask;
+    sigemptyset(&only_stop);
+    sigaddset(&only_stop, SIGTSTP);
+    pthread_sigmask(SIG_UNBLOCK, &only_stop, &mask);
+    raise(SIGTSTP);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
+    sigaction(SIGTSTP, &previous, NULL);
+}
 
 static inline int tether_tui_rows(void) { return getmaxy(stdscr); }
 static inline int tether_tui_columns(void) { return getmaxx(stdscr); }

@@ -68,10 +68,14 @@ public struct ChatScreen: Sendable {
     private var notice: String?
     /// The screen as saved when the front end last left, drawn until the transcript is known.
     private let savedScreen: [String]
+    /// Whether Ctrl-Z may stop the process: only a shell with job control can continue it.
+    public let canSuspend: Bool
 
     /// Starts from snapd's first frame: the transcript, and the display as the user left it.
-    public init(frontEnd: String, frame: FirstFrame) {
+    /// Without `canSuspend`, Ctrl-Z says why it does nothing instead of suspending.
+    public init(frontEnd: String, frame: FirstFrame, canSuspend: Bool = true) {
         self.frontEnd = frontEnd
+        self.canSuspend = canSuspend
         transcript = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
         composer = Composer(draft: frame.display?.draft ?? "", history: frame.display?.history ?? [])
         scrollOffset = frame.display?.scrollOffset ?? 0
@@ -148,7 +152,12 @@ public struct ChatScreen: Sendable {
             storage.hide()
         case .control("r"): return .reconnect
         case .control("x"): return .abort
-        case .control("z"): return .suspend
+        case .control("z"):
+            guard canSuspend else {
+                notice = "Ctrl-Z does nothing here: tether was not started from a shell, so nothing could bring it back (Ctrl-C quits)"
+                return nil
+            }
+            return .suspend
         case .control("c"): return .quit
         case .control("d") where composer.isEmpty: return .quit
         case .control, .resize: break
@@ -242,7 +251,7 @@ public struct ChatScreen: Sendable {
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
-        parts.append("Enter send · ↑ history · PgUp scroll\(stop) · Ctrl-R reconnect · Ctrl-Z suspend · Ctrl-C quit")
+        parts.append("Enter send · ↑ history · PgUp scroll\(stop) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
         return parts.joined(separator: " · ")
     }
 

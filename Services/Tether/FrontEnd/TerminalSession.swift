@@ -30,7 +30,7 @@ public final class TerminalSession: Sendable {
     /// Opens the session on `frame`, snapd's first frame.
     public init(bus: BusClient, frame: FirstFrame) {
         self.bus = bus
-        screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame))
+        screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0))
         (actions, post) = AsyncStream.makeStream()
     }
 
@@ -137,7 +137,7 @@ public final class TerminalSession: Sendable {
             case .suspend:
                 _ = suspendDone.wait(timeout: .now() + 3)
                 tether_tui_stop()
-                kill(getpid(), SIGSTOP)
+                tether_tui_stop_process()
                 // Continued (fg): take the terminal back, draw the snapshot at once, reconnect.
                 tether_tui_resume()
                 dirty.store(true, ordering: .relaxed)

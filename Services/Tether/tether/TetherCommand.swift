@@ -42,7 +42,7 @@ struct Chat: AsyncParsableCommand {
         discussion: """
             Enter sends; Up and Down recall what was sent; PgUp and PgDn scroll; Esc hides the \
             banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-X stops the reply being written (OpenClaw); Ctrl-Z suspends (the connection \
-            closes; fg brings it back); Ctrl-C quits. With --plain, or when the output is not a \
+            closes; fg brings it back; only when started from a shell); Ctrl-C quits. With --plain, or when the output is not a \
             terminal: plain lines, every change announced in words; lines typed are sent.
             """
     )
