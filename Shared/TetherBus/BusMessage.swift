@@ -22,6 +22,7 @@ public struct BusMessage: Sendable {
             return try BusSchema.makeDecoder().decode(type, from: body)
         } catch {
             BusDrop.undecodableBodies.withLock { $0[BusDrop.undecodable(topic.name), default: 0] += 1 }
+            BusDrop.counted.notify()
             throw .encoding("body of \(topic) from \(header.source) is not a \(Payload.self): \(error)")
         }
     }
@@ -52,6 +53,10 @@ public enum BusDrop {
 
     /// Bodies that did not decode, by kind: counted where they are read, anywhere in the process.
     static let undecodableBodies = Mutex<[String: UInt64]>([:])
+
+    /// Notified whenever this process counts a drop of any kind, so that its heartbeat can
+    /// say so at once instead of on a timer.
+    public static let counted = ChangeSignal()
 }
 
 extension BusMessage {
@@ -80,6 +85,8 @@ public struct BusCounters: Sendable, Hashable {
     public var received: UInt64 = 0
     /// Every message dropped, by kind (``BusDrop``).
     public var dropped: [String: UInt64] = [:]
+    /// Every drop counted, of any kind.
+    private(set) var droppedInAll: UInt64 = 0
 
     public init() {}
 
@@ -87,6 +94,7 @@ public struct BusCounters: Sendable, Hashable {
     mutating func drop(_ kind: String, count: UInt64 = 1) {
         guard count > 0 else { return }
         dropped[kind, default: 0] += count
+        droppedInAll += count
     }
 }
 
@@ -120,7 +128,12 @@ final class BusCounterBox: Sendable {
     private let counters = Mutex(BusCounters())
 
     func update(_ body: (inout BusCounters) -> Void) {
-        counters.withLock { body(&$0) }
+        let dropped = counters.withLock { counters in
+            let before = counters.droppedInAll
+            body(&counters)
+            return counters.droppedInAll != before
+        }
+        if dropped { BusDrop.counted.notify() }
     }
 
     var snapshot: BusCounters {

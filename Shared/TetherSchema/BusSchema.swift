@@ -149,11 +149,13 @@ extension Topic {
     public static let diagnostic: Topic = "diag.event"
     /// A front end is attached; every front end, every second, and once as it leaves. Body: ``FrontEndPresence``.
     public static let frontEndPresence: Topic = "frontend.presence"
+    /// Retained. The front ends attached now, as connd counts them from their presence. Owner: tether-connd. Body: ``AttachedFrontEnds``.
+    public static let frontEndsAttached: Topic = "frontend.attached"
     /// snapd committed a display snapshot, the identity, a catch-up or a compaction. Owner: tether-snapd. Body: ``SnapshotSaved``.
     public static let snapshotSaved: Topic = "snap.saved"
     /// Retained. The state of a program's files: a full disk, damaged databases set aside. Owners: tether-protod, tether-snapd. Body: ``StorageReport``.
     public static let storage: Topic = "storage"
-    /// A program is alive. Every program, every second. Body: ``Heartbeat``.
+    /// Retained. A program is alive: as it starts, within a second of a change, and every 10 s. Every program. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.
     public static let probePrefix = "sys.probe."

@@ -580,6 +580,17 @@ public struct FrontEndPresence: Codable, Hashable, Sendable {
     public static let timeout: Duration = .seconds(3)
 }
 
+/// The front ends attached now: those whose presence was renewed within
+/// ``FrontEndPresence/timeout`` and that have not said they leave.
+public struct AttachedFrontEnds: Codable, Hashable, Sendable {
+    /// By kind, then pid; each as its latest presence said.
+    public var frontEnds: [FrontEndPresence]
+
+    public init(frontEnds: [FrontEndPresence]) {
+        self.frontEnds = frontEnds
+    }
+}
+
 /// What a front end needs to draw its screen again as the user left it: kept by snapd,
 /// one for each kind of front end.
 public struct DisplaySnapshot: Codable, Hashable, Sendable {

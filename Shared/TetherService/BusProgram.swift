@@ -8,12 +8,13 @@ import UnixSignals
 public enum BusProgram {
     /// Connects `name` to the bus (the run directory's, or `remote`), then runs the bus
     /// client, the services `makeServices` returns and a heartbeat whose state word comes
-    /// from `state`, carrying `counters`.
+    /// from `state` (beating again when `stateChanged` is notified), carrying `counters`.
     public static func run(
         _ name: String,
         options: ProgramOptions,
         remote: RemoteBus? = nil,
         state: (@Sendable () -> String)? = nil,
+        stateChanged: ChangeSignal? = nil,
         counters: ProgramCounters? = nil,
         makeServices: (BusClient, Logger) async throws -> [any Service]
     ) async throws {
@@ -22,7 +23,7 @@ public enum BusProgram {
         let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, remote: remote, logger: logger)
         let services = try await makeServices(bus, logger)
         try await run(
-            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, counters: counters)],
+            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, stateChanged: stateChanged, counters: counters)],
             logger: logger)
     }
 

@@ -4,30 +4,58 @@ import TetherSchema
 import Foundation
 import Synchronization
 
-/// Publishes the program's ``Heartbeat`` every second, so the compose script, `tether status`
-/// and the tap can see who is alive.
+/// Publishes the program's ``Heartbeat``, retained (so `tether status` and the tap have it
+/// as soon as they subscribe): at start, at once when its state changes, it counts a drop or
+/// one of its own counters changes (then at most once a ``spacing``), and every ``interval``
+/// while nothing changes. An idle program wakes for it once per interval only.
 public struct HeartbeatService: Service {
+    /// The longest time between two beats.
+    public static let interval = Duration.seconds(10)
+    /// The shortest time between two beats: a burst of changes makes one beat a second.
+    public static let spacing = Duration.seconds(1)
+
     private let bus: BusClient
     private let program: String
     private let state: @Sendable () -> String
+    private let stateChanged: ChangeSignal?
     private let counters: ProgramCounters?
     private let startedAt = Date()
 
     /// - Parameters:
     ///   - state: a word for what the program is doing, read at each beat.
+    ///   - stateChanged: notified when `state` would read differently.
     ///   - counters: the program's own counters, sent with each beat.
-    public init(bus: BusClient, program: String, state: @escaping @Sendable () -> String = { "running" }, counters: ProgramCounters? = nil) {
+    public init(
+        bus: BusClient, program: String, state: @escaping @Sendable () -> String = { "running" }, stateChanged: ChangeSignal? = nil,
+        counters: ProgramCounters? = nil
+    ) {
         self.bus = bus
         self.program = program
         self.state = state
+        self.stateChanged = stateChanged
         self.counters = counters
     }
 
     public func run() async throws {
-        let timer = AsyncTimerSequence.repeating(every: .seconds(1))
-        beat()
-        for await _ in timer.cancelOnGracefulShutdown() {
+        let (due, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await _ in BusDrop.counted.changes() { wake.yield() }
+            }
+            for signal in [stateChanged, counters?.changed].compactMap({ $0 }) {
+                group.addTask {
+                    for await _ in signal.changes() { wake.yield() }
+                }
+            }
+            group.addTask {
+                for await _ in AsyncTimerSequence.repeating(every: Self.interval) { wake.yield() }
+            }
             beat()
+            for await _ in due.cancelOnGracefulShutdown() {
+                beat()
+                guard (try? await Task.sleep(for: Self.spacing)) != nil else { break }
+            }
+            group.cancelAll()
         }
     }
 
@@ -37,13 +65,15 @@ public struct HeartbeatService: Service {
             program: program, pid: ProcessInfo.processInfo.processIdentifier, state: state(), startedAt: startedAt,
             published: traffic.published, received: traffic.received, dropped: traffic.dropped.values.reduce(0, +),
             droppedByKind: traffic.dropped, counters: counters?.snapshot)
-        try? bus.publish(heartbeat, on: .heartbeat)
+        try? bus.retain(heartbeat, on: .heartbeat)
     }
 }
 
 /// Counters a program keeps of its own work, shown by `tether status` through its heartbeat.
 public final class ProgramCounters: Sendable {
     private let values: Mutex<[String: Int]>
+    /// Notified at each increment.
+    public let changed = ChangeSignal()
 
     /// - Parameter names: counters shown as 0 until they first count.
     public init(names: [String] = []) {
@@ -52,6 +82,7 @@ public final class ProgramCounters: Sendable {
 
     public func increment(_ name: String, by amount: Int = 1) {
         values.withLock { $0[name, default: 0] += amount }
+        changed.notify()
     }
 
     public var snapshot: [String: Int] {

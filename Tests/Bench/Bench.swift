@@ -40,6 +40,7 @@ struct Bench {
         try await measureGatewayRestart(set: set, client: client, handshake: handshake, into: &table)
         try await measureLinkUp(handshake: handshake, environment: environment, into: &table)
         try await measureFirstFrame(set: set, client: client, into: &table)
+        try measureStatus(set: set, into: &table)
         try await measureIdle(set: set, into: &table)
         return table
     }
@@ -326,20 +327,48 @@ struct Bench {
         let start = ContinuousClock.now
         try await Task.sleep(for: .seconds(settings.idleSeconds))
         let elapsed = start.duration(to: .now).seconds
+        var setProportional = 0.0
         for ((name, pid), first) in zip(programs, before) {
             guard let first, let last = ProcessUsage(pid: pid) else {
                 table.add(BenchRow(measurement: "idle: \(name)", tether: "restarted during the measurement", baseline: "—", target: "", met: false))
                 continue
             }
             let cpu = (last.cpuSeconds - first.cpuSeconds) / elapsed * 100
+            let wakeups = Double(last.contextSwitches - first.contextSwitches) / elapsed
             // The development gateway stands in for the real one: it has no target.
             let isTether = name != "gateway"
+            if isTether { setProportional += last.proportionalMegabytes }
             table.add(
                 BenchRow(
-                    measurement: "idle \(settings.idleSeconds) s: CPU / peak resident memory of \(name) (its private memory at the end)",
-                    tether: String(format: "%.2f%% / %.1f MB (%.1f MB)", cpu, last.peakMegabytes, last.privateMegabytes), baseline: "—",
-                    target: isTether ? "< 0.5% / 30 MB" : "", met: isTether ? cpu < 0.5 && last.peakMegabytes < 30 : nil))
+                    measurement: "idle \(settings.idleSeconds) s: \(name): CPU / wakeups per second / peak resident set (proportional, private at the end)",
+                    tether: String(
+                        format: "%.2f%% / %.1f/s / %.1f MB (%.1f MB, %.1f MB)", cpu, wakeups, last.peakMegabytes, last.proportionalMegabytes,
+                        last.privateMegabytes),
+                    baseline: "—",
+                    target: isTether ? "< 0.2% / ≤ 2/s / ≤ 20 MB" : "", met: isTether ? cpu < 0.2 && wakeups <= 2 && last.peakMegabytes <= 20 : nil))
         }
+        table.add(
+            BenchRow(
+                measurement: "idle: the whole set's proportional memory (Pss summed, the development gateway left out)",
+                tether: String(format: "%.1f MB", setProportional), baseline: "—", target: "≤ 60 MB", met: setProportional <= 60))
+    }
+
+    /// `tether status` from start to exit, five times.
+    private func measureStatus(set: ComposedSet, into table: inout BenchTable) throws {
+        var times = Samples()
+        for _ in 0..<5 {
+            let start = ContinuousClock.now
+            let status = try set.tether(["status"])
+            guard status.status == 0, status.standardOutput.contains("connection: Connected"), status.standardOutput.contains("tether-protod") else {
+                throw BenchError("tether status failed: \(status.standardOutput)\(status.standardError)")
+            }
+            times.add(start.duration(to: .now))
+        }
+        table.add(
+            BenchRow(
+                measurement: "`tether status`: started to exited, median / max (5)",
+                tether: "\(formatMilliseconds(times.median)) / \(formatMilliseconds(times.maximum))", baseline: "—", target: "< 100 ms",
+                met: times.median < 100))
     }
 
     // MARK: Waiting on the set

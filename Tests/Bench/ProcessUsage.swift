@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 
-/// A process's CPU time and peak resident memory, from /proc.
+/// A process's CPU time, wakeups and memory, from /proc.
 struct ProcessUsage {
     /// User and system CPU time, in seconds.
     var cpuSeconds: Double
@@ -11,6 +11,11 @@ struct ProcessUsage {
     var peakMegabytes: Double
     /// The pages only this process uses now (private clean and dirty), in megabytes.
     var privateMegabytes: Double
+    /// Its proportional share of the memory it maps now (a page shared by n processes counts 1/n), in megabytes.
+    var proportionalMegabytes: Double
+    /// Times any of its threads was switched out (voluntary and not), counted since it started:
+    /// each wait for an event or a timer is one.
+    var contextSwitches: Int
 
     init?(pid: Int32) {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -29,5 +34,14 @@ struct ProcessUsage {
             Double($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "")
         }
         privateMegabytes = privateKilobytes.reduce(0, +) / 1024
+        let proportionalLine = rollup.split(separator: "\n").first { $0.hasPrefix("Pss:") }
+        proportionalMegabytes = (proportionalLine.flatMap { Double($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") } ?? 0) / 1024
+        let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        contextSwitches = threads.reduce(0) { total, thread in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8)) ?? ""
+            return total
+                + status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches:") || $0.hasPrefix("nonvoluntary_ctxt_switches:") }
+                .compactMap { Int($0.split(whereSeparator: \.isWhitespace).last ?? "") }.reduce(0, +)
+        }
     }
 }

@@ -97,9 +97,11 @@ import TetherWire
         var recoveries: [String: [Duration]] = [:]
         let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         var marker = 0
-        while ContinuousClock.now < end {
+        // The blackholes still due when the time is up come too: a fault that overran the end
+        // must not leave the soak without them.
+        while ContinuousClock.now < end || !blackholesDue.isEmpty {
             let kind: String
-            if let due = blackholesDue.first, due <= .now {
+            if let due = blackholesDue.first, due <= .now || ContinuousClock.now >= end {
                 blackholesDue.removeFirst()
                 kind = "blackhole"
             } else if kinds.isEmpty {

@@ -30,6 +30,23 @@ import TetherSchema
         #expect(tracker.count == 1)
         #expect(tracker.expire(at: start + .milliseconds(5100)) == .lastLeft)
     }
+
+    @Test func theNextLapseIsDueOnlyWhileAFrontEndIsAttached() {
+        var tracker = FrontEndTracker(timeout: .seconds(3))
+        let start = ContinuousClock.now
+        #expect(tracker.nextExpiry == nil, "nothing is due with no front end")
+        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .active), at: start)
+        _ = tracker.observe(presence("a"), at: start + .seconds(1))
+        #expect(tracker.nextExpiry == start + .seconds(3))
+        #expect(tracker.attached.map(\.frontEnd) == ["tether", "web"], "by kind")
+        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .active), at: start + .seconds(2))
+        #expect(tracker.nextExpiry == start + .seconds(4), "a renewal moves the lapse")
+        _ = tracker.expire(at: start + .seconds(4))
+        #expect(tracker.attached.map(\.instance) == ["b"])
+        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .leaving), at: start + .seconds(4))
+        #expect(tracker.nextExpiry == nil)
+        #expect(tracker.attached.isEmpty)
+    }
 }
 
 @Suite struct SleepSignalParserTests {

@@ -109,8 +109,6 @@ public struct ConnectionService: Service {
             group.addTask { await driver.forwardOutbound(outbound) }
             group.addTask { await driver.followNetwork(network) }
             group.addTask { await dispatcher.run(commands) }
-            group.addTask { await driver.watchCredential() }
-            group.addTask { await driver.knockWhileFailed() }
             group.addTask { await driver.followFrontEnds(frontEnds) }
             if let logind = lifecycle.logind {
                 let watcher = SleepWatcher(bus: logind, logger: logger)
@@ -150,6 +148,12 @@ actor ConnectionDriver {
     /// What suspended the connection, while suspended.
     private var suspendReason: SuspendReason?
     private var frontEnds = FrontEndTracker()
+    /// Forgets the front ends whose presence lapsed, when the first of them is due.
+    private var expiryTask: Task<Void, Never>?
+    /// While the token was rejected or cannot be read: watching it for a change.
+    private var credentialWatch: Task<Void, Never>?
+    /// While the gateway is unreachable: knocking on its port between attempts.
+    private var knocking: Task<Void, Never>?
     /// The grace period after the last front end left.
     private var idleTask: Task<Void, Never>?
     /// Until when a retry may be hastened by knocking on the gateway's port: the first
@@ -173,6 +177,7 @@ actor ConnectionDriver {
 
     func start() {
         try? bus.retain(identity, on: .connectionIdentity)
+        try? bus.retain(AttachedFrontEnds(frontEnds: []), on: .frontEndsAttached)
         handle(.start)
     }
 
@@ -238,28 +243,41 @@ actor ConnectionDriver {
 
     /// Follows front ends' presence: the first to arrive resumes an idle suspend; when the
     /// last has gone for the grace period, the connection is suspended.
+    /// The front ends attached are retained on `frontend.attached` whenever they change.
     func followFrontEnds(_ subscription: BusSubscription) async {
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                for await message in subscription {
-                    guard let presence = try? message.decode(FrontEndPresence.self) else { continue }
-                    await self.frontEndChanged(presence)
-                }
-            }
-            group.addTask {
-                for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
-                    await self.expireFrontEnds()
-                }
-            }
+        for await message in subscription {
+            guard let presence = try? message.decode(FrontEndPresence.self) else { continue }
+            frontEndChanged(presence)
         }
+        expiryTask?.cancel()
     }
 
     private func frontEndChanged(_ presence: FrontEndPresence) {
+        let before = frontEnds.attached
         apply(frontEnds.observe(presence, at: .now))
+        frontEndsFollowed(from: before)
     }
 
     private func expireFrontEnds() {
+        let before = frontEnds.attached
         apply(frontEnds.expire(at: .now))
+        frontEndsFollowed(from: before)
+    }
+
+    /// Publishes the front ends attached if they changed, and wakes for the next lapse only
+    /// when one is due: no timer runs while no front end is attached.
+    private func frontEndsFollowed(from before: [FrontEndPresence]) {
+        let now = frontEnds.attached
+        if now.map(\.instance) != before.map(\.instance) {
+            try? bus.retain(AttachedFrontEnds(frontEnds: now), on: .frontEndsAttached)
+        }
+        expiryTask?.cancel()
+        expiryTask = frontEnds.nextExpiry.map { due in
+            Task {
+                guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { return }
+                self.expireFrontEnds()
+            }
+        }
     }
 
     private func apply(_ change: FrontEndTracker.Change?) {
@@ -302,6 +320,7 @@ actor ConnectionDriver {
             return false
         }
         for action in transition.actions { perform(action) }
+        followStateTimers()
         if machine.state != before {
             logger.info(
                 "connection \(machine.state.phase.rawValue)",
@@ -646,7 +665,29 @@ actor ConnectionDriver {
 
     /// While failed for want of a gateway, knocks at its port every `failedKnockInterval` and
     /// connects again as soon as something listens there.
-    func knockWhileFailed() async {
+    /// Starts the watches a state needs and stops those it does not: knocking while the
+    /// gateway is unreachable, watching the token while it is refused or unreadable. No
+    /// timer runs in any other state.
+    private func followStateTimers() {
+        let watchesCredential = machine.state == .failed(.credentialRejected) || machine.state == .failed(.credentialUnavailable)
+        if watchesCredential, credentialWatch == nil {
+            credentialWatch = Task { await self.watchCredential() }
+        } else if !watchesCredential, let watch = credentialWatch {
+            watch.cancel()
+            credentialWatch = nil
+        }
+        let knocks = machine.state.awaitsGateway && configuration.failedKnockInterval != nil && gatewayAddress != nil
+        if knocks, knocking == nil {
+            knocking = Task { await self.knockWhileFailed() }
+        } else if !knocks, let task = knocking {
+            task.cancel()
+            knocking = nil
+        }
+    }
+
+    /// Knocks on the gateway's port every `failedKnockInterval` until cancelled; connects
+    /// as soon as the port takes connections.
+    private func knockWhileFailed() async {
         guard let interval = configuration.failedKnockInterval, let address = gatewayAddress else { return }
         for await _ in AsyncTimerSequence.repeating(every: interval) {
             guard machine.state.awaitsGateway else { continue }
@@ -659,7 +700,7 @@ actor ConnectionDriver {
 
     /// While the gateway rejects the token, or it cannot be read, watches the credential for
     /// a change: a new token, or one that can be read again.
-    func watchCredential() async {
+    private func watchCredential() async {
         for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
             switch machine.state {
             case .failed(.credentialRejected):
@@ -718,12 +759,20 @@ struct ClosingConnection: Sendable {
 /// The connection phase, readable from any task (the heartbeat reads it).
 public final class ConnectionPhaseBox: Sendable {
     private let phase = Mutex(ConnectionPhase.disconnected)
+    /// Notified when the phase changes, so the heartbeat says so at once.
+    public let changed = ChangeSignal()
 
     public init() {}
 
     public var value: ConnectionPhase {
         get { phase.withLock { $0 } }
-        set { phase.withLock { $0 = newValue } }
+        set {
+            let before = phase.withLock { phase in
+                defer { phase = newValue }
+                return phase
+            }
+            if before != newValue { changed.notify() }
+        }
     }
 
     /// The phase's name.

@@ -48,7 +48,7 @@ struct FrontEndTracker {
         case lastLeft
     }
 
-    private var lastSeen: [String: ContinuousClock.Instant] = [:]
+    private var seen: [String: (presence: FrontEndPresence, at: ContinuousClock.Instant)] = [:]
     private let timeout: Duration
 
     init(timeout: Duration = FrontEndPresence.timeout) {
@@ -56,26 +56,36 @@ struct FrontEndTracker {
     }
 
     /// How many front ends are attached.
-    var count: Int { lastSeen.count }
+    var count: Int { seen.count }
+
+    /// The front ends attached, by kind, then pid.
+    var attached: [FrontEndPresence] {
+        seen.values.map(\.presence).sorted { ($0.frontEnd, $0.pid, $0.instance) < ($1.frontEnd, $1.pid, $1.instance) }
+    }
+
+    /// When the oldest presence lapses unless renewed: when ``expire(at:)`` is next due.
+    var nextExpiry: ContinuousClock.Instant? {
+        seen.values.map(\.at).min().map { $0 + timeout }
+    }
 
     mutating func observe(_ presence: FrontEndPresence, at now: ContinuousClock.Instant) -> Change? {
-        let before = lastSeen.count
+        let before = seen.count
         switch presence.state {
-        case .active: lastSeen[presence.instance] = now
-        case .leaving: lastSeen[presence.instance] = nil
+        case .active: seen[presence.instance] = (presence, now)
+        case .leaving: seen[presence.instance] = nil
         }
         return change(from: before)
     }
 
     /// Forgets the front ends whose presence lapsed.
     mutating func expire(at now: ContinuousClock.Instant) -> Change? {
-        let before = lastSeen.count
-        lastSeen = lastSeen.filter { now - $0.value < timeout }
+        let before = seen.count
+        seen = seen.filter { now - $0.value.at < timeout }
         return change(from: before)
     }
 
     private func change(from before: Int) -> Change? {
-        switch (before, lastSeen.count) {
+        switch (before, seen.count) {
         case (0, 1...): .firstArrived
         case (1..., 0): .lastLeft
         default: nil

@@ -124,7 +124,7 @@ struct ConndCommand: AsyncParsableCommand {
         let lifecycle = LifecycleSettings(
             idleSuspendAfter: idleSuspend > 0 ? .milliseconds(Int(idleSuspend * 1000)) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()
-        try await BusProgram.run("tether-connd", options: options, state: phase.read) { bus, logger in
+        try await BusProgram.run("tether-connd", options: options, state: phase.read, stateChanged: phase.changed) { bus, logger in
             [ConnectionService(bus: bus, configuration: configuration, lifecycle: lifecycle, phase: phase, logger: logger)]
         }
     }

@@ -2,6 +2,7 @@ public import Foundation
 public import TetherBus
 public import TetherSchema
 public import TetherWire
+import Synchronization
 import TetherService
 
 /// What `tether status` shows: each program's heartbeat and the retained state of the set.
@@ -13,29 +14,36 @@ public struct StatusReport: Sendable, Codable {
     public var health: HealthReport?
     public var bot: BotActivity?
     public var session: ConversationSession?
-    /// The front ends attached now (their presence seen while listening), by kind and instance.
-    public var frontEnds: [FrontEndPresence] = []
+    /// The front ends attached now, as tether-connd counts them; nil when connd said nothing.
+    public var frontEnds: [FrontEndPresence]?
     /// What each program that keeps files says of them: a full disk, damaged databases set aside.
     public var storage: [StorageReport] = []
 
     public init() {}
 
-    /// Listens to the bus for `duration` (a little over one heartbeat) and gathers the report.
-    public static func gather(bus: BusClient, duration: Duration = .milliseconds(1500)) async throws(BusError) -> StatusReport {
+    /// Gathers the report from what the set's programs retain on the bus (heartbeats,
+    /// presences, the connection, the network, the outbox, storage), which each replays to a
+    /// new subscriber at once: done once the connection, the network and the outbox are
+    /// known and nothing new has come for `quiet`, or after `limit` whatever came (a program
+    /// that is not running retains nothing).
+    public static func gather(
+        bus: BusClient, quiet: Duration = .milliseconds(60), limit: Duration = .milliseconds(1500)
+    ) async throws(BusError) -> StatusReport {
         let subscription = try await bus.subscribe(
             to: [
                 Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name,
-                Topic.health.name, Topic.frontEndPresence.name, Topic.conversationSession.name,
+                Topic.health.name, Topic.frontEndsAttached.name, Topic.conversationSession.name,
                 Topic.storage.name,
             ],
             confirm: true)
+        let arrivals = Arrivals()
         return await withTaskGroup(of: StatusReport?.self) { group in
             group.addTask {
                 var report = StatusReport()
                 var heartbeats: [String: Heartbeat] = [:]
-                var frontEnds: [String: FrontEndPresence] = [:]
                 var storage: [String: StorageReport] = [:]
                 for await message in subscription {
+                    arrivals.note(message.topic)
                     switch message.topic {
                     case .heartbeat: if let beat = try? message.decode(Heartbeat.self) { heartbeats[beat.program] = beat }
                     case .connectionState: report.connection = try? message.decode(ConnectionStatus.self)
@@ -45,21 +53,21 @@ public struct StatusReport: Sendable, Codable {
                     case .health: report.health = try? message.decode(HealthReport.self)
                     case .conversationSession: report.session = try? message.decode(ConversationSession.self)
                     case .storage: if let stored = try? message.decode(StorageReport.self) { storage[stored.program] = stored }
-                    case .frontEndPresence:
-                        if let presence = try? message.decode(FrontEndPresence.self) {
-                            frontEnds[presence.instance] = presence.state == .active ? presence : nil
-                        }
+                    case .frontEndsAttached: report.frontEnds = try? message.decode(AttachedFrontEnds.self).frontEnds
                     default: break
                     }
                     report.programs = heartbeats.values.sorted { $0.program < $1.program }
                     report.storage = storage.values.sorted { $0.program < $1.program }
-                    report.frontEnds = frontEnds.values.sorted { ($0.frontEnd, $0.pid) < ($1.frontEnd, $1.pid) }
                     if Task.isCancelled { break }
                 }
                 return report
             }
             group.addTask {
-                try? await Task.sleep(for: duration)
+                let deadline = ContinuousClock.now + limit
+                let needed: Set<Topic> = [.connectionState, .networkPath, .outboxSummary]
+                while ContinuousClock.now < deadline, !arrivals.settled(having: needed, quiet: quiet) {
+                    guard (try? await Task.sleep(for: .milliseconds(10))) != nil else { break }
+                }
                 return nil
             }
             _ = await group.next()
@@ -116,10 +124,11 @@ public struct StatusReport: Sendable, Codable {
         }
         if let key = session?.sessionKey { lines.append("session: \(key)" + (session?.requested.map { " (asked for \($0))" } ?? "")) }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
-        lines.append(
-            frontEnds.isEmpty
-                ? "front ends: none attached"
-                : "front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid))" }.joined(separator: ", "))
+        switch frontEnds {
+        case nil: lines.append("front ends: unknown (tether-connd is not running)")
+        case let frontEnds? where frontEnds.isEmpty: lines.append("front ends: none attached")
+        case let frontEnds?: lines.append("front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid))" }.joined(separator: ", "))
+        }
         for beat in programs {
             guard let dropped = beat.droppedByKind, !dropped.isEmpty else { continue }
             lines.append("\(beat.program) dropped: " + dropped.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -130,5 +139,19 @@ public struct StatusReport: Sendable, Codable {
             lines.append("\(beat.program): \(words)")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// What `gather` has received so far: which topics, and when the last message came.
+private final class Arrivals: Sendable {
+    private let state = Mutex((topics: Set<Topic>(), last: ContinuousClock.now))
+
+    func note(_ topic: Topic) {
+        state.withLock { $0.topics.insert(topic); $0.last = .now }
+    }
+
+    /// True once every topic of `needed` came and nothing new has come for `quiet`.
+    func settled(having needed: Set<Topic>, quiet: Duration) -> Bool {
+        state.withLock { needed.isSubset(of: $0.topics) && $0.last.duration(to: .now) >= quiet }
     }
 }
