@@ -138,7 +138,7 @@ let package = Package(
         ),
         .target(
             name: "TetherService",
-            dependencies: ["TetherBus", "TetherSchema", .argumentParser, .logging, .serviceLifecycle],
+            dependencies: ["CLinux", "TetherBus", "TetherSchema", .argumentParser, .logging, .serviceLifecycle],
             path: "Shared/TetherService",
             swiftSettings: swiftSettings
         ),
@@ -224,7 +224,7 @@ let package = Package(
 
             .target(
                 name: "TetherTesting",
-                dependencies: ["CLinux", "TetherBus", "TetherSchema", .logging, .systemPackage],
+                dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherWire", .logging, .systemPackage],
                 path: "Tests/TetherTesting",
                 swiftSettings: swiftSettings
             ),

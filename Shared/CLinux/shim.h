@@ -3,6 +3,8 @@
 
 // Linux interfaces Glibc's Swift module does not cover.
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <spawn.h>
@@ -21,6 +23,13 @@ extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *
 
 static inline int tether_posix_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+/// A descriptor that becomes readable when process `pid` ends (Linux 5.3 and later); -1
+/// with errno set where the kernel has no pidfd_open. glibc's wrapper is recent, so the
+/// system call is made directly.
+static inline int tether_pidfd_open(int pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 /// The rtnetlink multicast groups that report links, addresses and routes (IPv4 and IPv6).

@@ -367,31 +367,97 @@ public struct DeliveryUpdate: Codable, Hashable, Sendable {
     }
 }
 
-/// A streamed reply grew (protod publishes the first chunk at once, then at most one progress each 50 ms, and the end at once).
+/// A streamed reply grew: what was added (`chunk`) and where (`offset`), and now and then
+/// the whole reply so far (`content`), so that the bytes a reply puts on the bus grow with
+/// its length, not with its square. A reader follows a reply with ``following(_:)``.
+/// protod publishes the first chunk at once, then at most one progress each 50 ms, and the end at once.
 public struct StreamProgress: Codable, Hashable, Sendable {
     public var id: MessageID
-    /// The gateway's index of the last chunk in `content`.
+    /// The gateway's index of the last chunk in the reply so far.
     public var chunkIndex: Int
-    /// What `content` gained since the last progress of this reply: one chunk or several.
+    /// What the reply gained since the last progress of this reply: one chunk or several.
     public var chunk: String
-    /// The reply so far, chunks in order.
-    public var content: String
+    /// Where `chunk` goes: the UTF-8 length of the reply before it.
+    public var offset: Int
+    /// The whole reply so far, `chunk` included: sent with the first progress of a reply and
+    /// whenever the reply has doubled since it was last sent whole; nil otherwise.
+    public var content: String?
     public var isFinal: Bool
     /// The user message it answers, where known, and how that is known.
     public var inReplyTo: MessageID?
     public var attribution: ReplyAttribution?
 
+    /// A progress carrying `chunk` at `offset`, with the whole reply when `content` is given.
     public init(
-        id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool, inReplyTo: MessageID? = nil,
+        id: MessageID, chunkIndex: Int, chunk: String, offset: Int, content: String?, isFinal: Bool, inReplyTo: MessageID? = nil,
         attribution: ReplyAttribution? = nil
     ) {
         self.id = id
         self.chunkIndex = chunkIndex
         self.chunk = chunk
+        self.offset = offset
         self.content = content
         self.isFinal = isFinal
         self.inReplyTo = inReplyTo
         self.attribution = attribution
+    }
+
+    /// A progress carrying the whole reply so far, `chunk` being its end.
+    public init(
+        id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool, inReplyTo: MessageID? = nil,
+        attribution: ReplyAttribution? = nil
+    ) {
+        self.init(
+            id: id, chunkIndex: chunkIndex, chunk: chunk, offset: max(0, content.utf8.count - chunk.utf8.count), content: content, isFinal: isFinal,
+            inReplyTo: inReplyTo, attribution: attribution)
+    }
+
+    /// This progress applied to what a reader has of the reply (`previous`, as this returned
+    /// it the last time; nil for a reply not seen before): the reply so far, with `content`
+    /// whole. Nil when it cannot be applied and the reader keeps what it has: a chunk whose
+    /// offset is not the end of what the reader has (one was missed, or this one came
+    /// twice), or a progress older than the reader's. The next progress carrying the whole
+    /// reply, or the reply's `conv.message`, repairs a gap.
+    public func following(_ previous: StreamProgress?) -> StreamProgress? {
+        if let previous, previous.chunkIndex > chunkIndex { return nil }
+        if content != nil { return self }
+        guard let text = previous?.content, text.utf8.count == offset else { return nil }
+        var followed = self
+        followed.content = text + chunk
+        return followed
+    }
+
+    /// The reply so far as far as this progress carries it: `content`, else only the chunk.
+    public var text: String { content ?? chunk }
+
+    /// The UTF-8 length of the reply so far: where the next chunk goes.
+    public var length: Int { offset + chunk.utf8.count }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, chunkIndex, chunk, offset, content, isFinal, inReplyTo, attribution
+    }
+
+    /// Reads a progress; one written before `offset` existed carries the whole reply, so its
+    /// chunk is at the reply's end.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(MessageID.self, forKey: .id)
+        chunkIndex = try container.decode(Int.self, forKey: .chunkIndex)
+        let chunk = try container.decode(String.self, forKey: .chunk)
+        let content = try container.decodeIfPresent(String.self, forKey: .content)
+        self.chunk = chunk
+        self.content = content
+        guard let offset = try container.decodeIfPresent(Int.self, forKey: .offset) ?? content.map({ max(0, $0.utf8.count - chunk.utf8.count) }) else {
+            throw DecodingError.keyNotFound(
+                CodingKeys.offset, .init(codingPath: container.codingPath, debugDescription: "a progress without its content needs its offset"))
+        }
+        guard offset >= 0 else {
+            throw DecodingError.dataCorruptedError(forKey: .offset, in: container, debugDescription: "offset \(offset) is below 0")
+        }
+        self.offset = offset
+        isFinal = try container.decode(Bool.self, forKey: .isFinal)
+        inReplyTo = try container.decodeIfPresent(MessageID.self, forKey: .inReplyTo)
+        attribution = try container.decodeIfPresent(ReplyAttribution.self, forKey: .attribution)
     }
 }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinux
 import Foundation
 public import Logging
 public import ServiceLifecycle
@@ -8,7 +9,8 @@ public import ServiceLifecycle
 /// A program started by a compose supervisor stops when the supervisor is gone (killed,
 /// crashed), as it would stop with it: nothing is left running without the supervisor that
 /// restarts and stops it. The supervisor names itself in `TETHER_SUPERVISOR_PID`; its death
-/// shows as the program's parent changing.
+/// shows on a pidfd (on a kernel without them, as the program's parent changing, looked at
+/// twice a second).
 public struct SupervisorWatch: Service {
     /// The variable the supervisor sets for its programs.
     public static let environmentVariable = "TETHER_SUPERVISOR_PID"
@@ -27,14 +29,48 @@ public struct SupervisorWatch: Service {
     public func run() async throws {
         // Ends with the program's own shutdown, whatever started it.
         try await cancelWhenGracefulShutdown {
-            while (try? await Task.sleep(for: .milliseconds(500))) != nil {
-                guard getppid() != supervisor else { continue }
-                logger.warning("the compose supervisor (pid \(supervisor)) is gone: stopping with it")
-                // The same shutdown as a SIGTERM: every service ends in order.
-                kill(getpid(), SIGTERM)
-                break
+            if let exited = Self.exitDescriptor(of: supervisor) {
+                // Nothing wakes until the supervisor ends: a thread waits on its pidfd.
+                Self.onReadable(exited) { [self] in supervisorGone() }
+            } else {
+                while (try? await Task.sleep(for: .milliseconds(500))) != nil {
+                    guard getppid() != supervisor else { continue }
+                    supervisorGone()
+                    break
+                }
             }
             try? await gracefulShutdown()
         }
+    }
+
+    private func supervisorGone() {
+        logger.warning("the compose supervisor (pid \(supervisor)) is gone: stopping with it")
+        // The same shutdown as a SIGTERM: every service ends in order.
+        kill(getpid(), SIGTERM)
+    }
+
+    /// A pidfd of `pid`, if the kernel has them and it is still this process's parent.
+    private static func exitDescriptor(of pid: pid_t) -> Int32? {
+        let descriptor = tether_pidfd_open(pid)
+        guard descriptor >= 0 else { return nil }
+        // Opened after checking the parent: had it ended in between, the pid may name another process.
+        guard getppid() == pid else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
+    }
+
+    /// Calls `action` once `descriptor` is readable, from a thread that waits for nothing else
+    /// (it ends with the process if that comes first).
+    private static func onReadable(_ descriptor: Int32, _ action: @escaping @Sendable () -> Void) {
+        let waiter = Thread {
+            var item = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            while poll(&item, 1, -1) < 0 && errno == EINTR {}
+            close(descriptor)
+            action()
+        }
+        waiter.name = "supervisor-watch"
+        waiter.start()
     }
 }

@@ -174,44 +174,76 @@ struct Bench {
     }
 
     private func measureChunks(client: BusClient, into table: inout BenchTable) async throws {
+        // The development bot streams its reply a word a chunk: "You ", "said: ", then the words.
+        let reply = try await streamReply(client: client, words: max(1, settings.chunks - 2), id: "bench-stream")
+        table.add(
+            BenchRow(
+                measurement: "streamed chunks, gateway to front end (one reply of \(reply.chunks) chunks, \(reply.messages) conv.stream messages)",
+                tether: "\(formatRate(reply.rate, unit: "chunk")) (reply \(reply.whole ? "whole" : "NOT whole"), \(reply.breaks) breaks)",
+                baseline: "—", target: "50,000/s, none lost", met: reply.rate >= 50_000 && reply.whole && reply.breaks == 0))
+
+        // How the bytes on the bus grow with a reply's length.
+        var figures: [String] = []
+        var linear = true
+        for (name, bytes) in [("1 KB", 1_000), ("100 KB", 100_000), ("1 MB", 1_000_000)] {
+            let sized = try await streamReply(client: client, words: bytes / 2, id: "bench-reply-\(bytes)")
+            let ratio = Double(sized.bytes) / Double(sized.length)
+            linear = linear && ratio <= 4 && sized.whole && sized.breaks == 0
+            figures.append(
+                "\(name): \(formatBytes(sized.bytes)) in \(sized.messages) messages (\(String(format: "%.1f", ratio))× the reply), \(formatMilliseconds(sized.elapsed.seconds * 1000))"
+                    + (sized.whole ? "" : ", NOT whole"))
+        }
+        table.add(
+            BenchRow(
+                measurement: "a streamed reply's conv.stream bytes on the bus and its time, first chunk to whole, by its length",
+                tether: figures.joined(separator: "; "), baseline: "—", target: "bytes ≤ 4× the reply at every length (linear)", met: linear))
+    }
+
+    private struct StreamedReply {
+        /// Chunks the gateway sent, and the reply's UTF-8 length.
+        var chunks: Int
+        var length: Int
+        var messages: Int
+        /// The conv.stream bodies' bytes.
+        var bytes: Int
+        /// Progresses that did not fit the reply as followed.
+        var breaks: Int
+        var whole: Bool
+        var elapsed: Duration
+
+        var rate: Double { Double(chunks) / elapsed.seconds }
+    }
+
+    /// Sends `words` words to the development bot and follows its streamed answer, as a front
+    /// end does (``StreamProgress/following(_:)``), until it is final. Streams are told apart
+    /// by id: the reply to an earlier message may still be streaming.
+    private func streamReply(client: BusClient, words: Int, id: String) async throws -> StreamedReply {
         let subscription = try await client.subscribe(to: [Topic.conversationStream.name], confirm: true)
         var progress = subscription.makeAsyncIterator()
-        // The development bot streams its reply a word a chunk: "You ", "said: ", then the words.
-        let words = max(1, settings.chunks - 2)
         let content = Array(repeating: "w", count: words).joined(separator: " ")
-        let expected = words + 2
-        _ = try await client.request(SendMessageCommand.self, .init(id: MessageID("bench-stream"), content: content))
-        // protod publishes the reply as it grows, several chunks a message: each must extend
-        // the last by exactly its `chunk`, and the last must hold every chunk. Streams are
-        // followed by id: the reply to the last round trip may still be streaming, and which
-        // stream is this reply shows only once its text goes past "You ".
+        let expected = "You said: " + content
+        _ = try await client.request(SendMessageCommand.self, .init(id: MessageID(id), content: content), timeout: .seconds(30))
         struct Followed {
             var first: ContinuousClock.Instant = .now
             var messages = 0
+            var bytes = 0
             var breaks = 0
-            var shown = ""
+            var latest: StreamProgress?
         }
         var streams: [MessageID: Followed] = [:]
-        var ours: (Followed, StreamProgress)?
-        while ours == nil, let message = await progress.next() {
+        while let message = await progress.next() {
             guard let update = try? message.decode(StreamProgress.self) else { continue }
             var stream = streams[update.id] ?? Followed()
             stream.messages += 1
-            if update.content != stream.shown + update.chunk { stream.breaks += 1 }
-            stream.shown = update.content
+            stream.bytes += message.body.count
+            if let followed = update.following(stream.latest) { stream.latest = followed } else { stream.breaks += 1 }
             streams[update.id] = stream
-            if update.isFinal && update.content.hasPrefix("You said: w") { ours = (stream, update) }
+            guard update.isFinal, let text = stream.latest?.content, text.hasPrefix("You said: w"), text.utf8.count >= expected.utf8.count else { continue }
+            return StreamedReply(
+                chunks: update.chunkIndex + 1, length: expected.utf8.count, messages: stream.messages, bytes: stream.bytes, breaks: stream.breaks,
+                whole: text == expected && update.chunkIndex == words + 1, elapsed: stream.first.duration(to: .now))
         }
-        guard let (stream, final) = ours else { throw BenchError("the streamed reply did not finish") }
-        let (first, messages, breaks) = (stream.first, stream.messages, stream.breaks)
-        let elapsed = first.duration(to: .now)
-        let rate = Double(final.chunkIndex) / elapsed.seconds
-        let whole = final.content == "You said: " + content && final.chunkIndex == expected - 1
-        table.add(
-            BenchRow(
-                measurement: "streamed chunks, gateway to front end (one reply of \(expected) chunks, \(messages) conv.stream messages)",
-                tether: "\(formatRate(rate, unit: "chunk")) (reply \(whole ? "whole" : "NOT whole"), \(breaks) breaks)",
-                baseline: "—", target: "50,000/s, none lost", met: rate >= 50_000 && whole && breaks == 0))
+        throw BenchError("the streamed reply did not finish")
     }
 
     private func measureGatewayRestart(set: ComposedSet, client: BusClient, handshake: Samples, into table: inout BenchTable) async throws {

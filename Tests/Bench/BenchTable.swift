@@ -80,3 +80,12 @@ func formatRate(_ perSecond: Double, unit: String) -> String {
     formatter.maximumFractionDigits = 0
     return "\(formatter.string(from: NSNumber(value: perSecond)) ?? "\(Int(perSecond))") \(unit)/s"
 }
+
+/// Bytes in B, KB or MB (powers of 1000).
+func formatBytes(_ bytes: Int) -> String {
+    switch bytes {
+    case ..<1_000: "\(bytes) B"
+    case ..<1_000_000: String(format: "%.1f KB", Double(bytes) / 1_000)
+    default: String(format: "%.2f MB", Double(bytes) / 1_000_000)
+    }
+}

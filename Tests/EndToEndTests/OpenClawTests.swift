@@ -218,9 +218,9 @@ import TetherWire
         let words = (1...200).map { "w\($0)" }
         let send = try ChildProcess(
             Programs.path("tether"), ["send", "--timeout", "60", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
-        _ = try await stream.waitFor { $0.content.count > 100 }
+        _ = try await stream.waitFor { $0.length > 100 }
         try await set.faults(#"{"skipSequence": true}"#)
-        _ = try await stream.waitFor { $0.content.count > 400 }
+        _ = try await stream.waitFor { $0.length > 400 }
         #expect(try set.tether(["reconnect"]).status == 0)
         let status = try send.waitForExit(timeout: .seconds(60))
         #expect(status == 0, "tether send: \(send.standardError)")
@@ -244,7 +244,7 @@ import TetherWire
         let words = (1...100).map { "w\($0)" }
         let send = try ChildProcess(
             Programs.path("tether"), ["send", "--timeout", "30", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
-        _ = try await stream.waitFor { $0.content.count > 30 }
+        _ = try await stream.waitFor { $0.length > 30 }
         let abort = try set.tether(["abort"])
         #expect(abort.status == 0 && abort.standardOutput.hasPrefix("stopped the reply to "), "\(abort.standardOutput) \(abort.standardError)")
         #expect(try send.waitForExit(timeout: .seconds(30)) == 3)

@@ -186,7 +186,7 @@ import TetherWire
         _ = try await client.request(SendMessageCommand.self, .init(id: id, content: "a reply that takes its time"))
         let partial = await eventually(timeout: .seconds(10)) {
             guard let streaming = try? await client.request(SnapshotCommand.self, .init(frontEnd: "tether")).streaming.first else { return false }
-            return !streaming.isFinal && "You said: a reply that takes its time".hasPrefix(streaming.content) && !streaming.content.isEmpty
+            return !streaming.isFinal && "You said: a reply that takes its time".hasPrefix(streaming.text) && !streaming.text.isEmpty
         }
         #expect(partial, "snapd's snapshot had no reply in progress")
         let whole = await eventually(timeout: .seconds(20)) {

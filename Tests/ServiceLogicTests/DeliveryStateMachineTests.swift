@@ -2,6 +2,7 @@ import Foundation
 import ProtocolHandler
 import Testing
 import TetherSchema
+import TetherTesting
 import TetherWire
 
 /// protod's decisions, event by event, with time passed in: no clock, no bus, no database.
@@ -452,7 +453,7 @@ import TetherWire
         #expect(abs((driver.machine.nextDeadline ?? .distantPast).timeIntervalSince(Self.at(10.1))) < 0.001, "the next publication is one interval after the last")
         _ = driver.tick(at: 10.11)
         published = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }
-        #expect(published.last?.content == "0 1 2 3 4 5 6 7 8 9 ")
+        #expect(published.followedTexts.last == "0 1 2 3 4 5 6 7 8 9 ")
         #expect(published.map(\.chunk).joined() == "0 1 2 3 4 5 6 7 8 9 ", "each publication carries what was added")
     }
 

@@ -3,6 +3,7 @@ import OpenClawWire
 import ProtocolHandler
 import Testing
 import TetherSchema
+import TetherTesting
 import TetherWire
 
 /// protod's decisions on an OpenClaw connection, event by event, with time passed in.
@@ -154,11 +155,11 @@ import TetherWire
         driver.chat(Self.delta("m1", text: "Hel", increment: "Hel"), on: "c1")
         driver.chat(Self.delta("m1", text: "Hello", increment: "lo"), on: "c1")
         driver.chat(Self.delta("m1", text: "Hello wor", increment: " wor"), on: "c1")
-        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }
+        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }.followedTexts
         #expect(streamed == ["Hel", "Hello", "Hello wor"])
         if protocolVersion == 4 {
             driver.chat(Self.delta("m1", text: "Goodbye", increment: "Good", replace: true), on: "c1")
-            let last = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }.last
+            let last = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }.followedTexts.last
             #expect(last == "Good", "replace starts the reply again from this delta")
         }
         driver.chat(Self.final("m1", text: "Hello world"), on: "c1")
@@ -225,7 +226,7 @@ import TetherWire
         driver.chat(Self.delta("m1", text: "one two three", increment: " three"), on: "c1", sequence: 3)
         #expect(driver.lookups(on: "c1") == 2)
         #expect(driver.log.contains { if case .diagnose(let event) = $0 { event.kind == .sequenceGap } else { false } })
-        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress.content } else { nil } }
+        let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }.followedTexts
         #expect(streamed.last == "one two three", "resynchronised from the delta's whole text, not \"one three\": \(streamed)")
         driver.chat(Self.final("m1", text: "one two three four"), on: "c1")
         driver.history([Self.user("text of m1", at: 0), Self.assistant("one two three four", at: 0.5)], on: "c1")

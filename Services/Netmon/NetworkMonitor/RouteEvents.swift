@@ -13,8 +13,8 @@ import TetherService
 final class RouteEvents: Sendable {
     /// One element per batch of kernel messages read.
     let events: AsyncStream<Void>
-    private let descriptor: Int32
-    private let stopped = OnceFlag()
+    /// Tells the reading thread to end.
+    private let stopSignal: StopSignal
 
     /// Opens and binds the socket; throws when rtnetlink is not available.
     init() throws {
@@ -31,17 +31,23 @@ final class RouteEvents: Sendable {
             close(fd)
             throw RouteEventsError("cannot subscribe to rtnetlink: \(message)")
         }
-        // Wake up twice a second to notice stop(): closing a socket does not interrupt a recv.
-        var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        descriptor = fd
+        // stop() writes to an eventfd: the reader waits on both, so it wakes only for the kernel or to stop.
+        guard let wake = StopSignal() else {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw RouteEventsError("cannot make an eventfd: \(message)")
+        }
+        stopSignal = wake
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         events = stream
-        let stopped = self.stopped
         let thread = Thread {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while !stopped.isSet {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            var items = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)]
+            reading: while true {
+                guard poll(&items, 2, -1) >= 0 || errno == EINTR else { break }
+                if items[1].revents != 0 { break }
+                guard items[0].revents != 0 else { continue }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if count > 0 {
                     continuation.yield(())
                 } else if count < 0 && (errno == EINTR || errno == EAGAIN) {
@@ -50,18 +56,39 @@ final class RouteEvents: Sendable {
                     // The kernel dropped messages: the state must be read again all the same.
                     continuation.yield(())
                 } else {
-                    break
+                    break reading
                 }
             }
             continuation.finish()
+            close(fd)
         }
         thread.name = "tether-netmon-rtnetlink"
         thread.start()
     }
 
-    /// Stops the reading thread (within half a second).
+    /// Stops the reading thread, which closes the socket.
     func stop() {
-        stopped.set()
+        stopSignal.signal()
+    }
+
+    deinit {
+        stop()
+    }
+}
+
+/// An eventfd that a waiting thread polls beside what it reads: closed when neither the
+/// owner nor the thread holds it any more, so a late signal never writes to a reused descriptor.
+private final class StopSignal: Sendable {
+    let descriptor: Int32
+
+    init?() {
+        descriptor = eventfd(0, Int32(EFD_CLOEXEC))
+        guard descriptor >= 0 else { return nil }
+    }
+
+    func signal() {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
     }
 
     deinit {

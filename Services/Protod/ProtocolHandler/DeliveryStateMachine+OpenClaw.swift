@@ -98,7 +98,10 @@ struct OpenClawRun: Sendable, Equatable {
     var synced = true
     var grewAt: Date
     var publishedAt: Date?
-    var publishedLength = 0
+    /// The reply as last published: the next progress carries what was added to it.
+    var publishedText = ""
+    /// Its length when it was last published whole (0: not yet): it goes whole again once doubled.
+    var wholeLength = 0
     var publicationDue = false
     var updates = 0
 
@@ -362,16 +365,21 @@ extension DeliveryStateMachine {
 
     private mutating func publishRun(_ runID: String, isFinal: Bool, now: Date, into actions: inout [Action]) {
         guard var run = runs[runID], let id = run.replyID else { return }
-        let added = String(decoding: run.text.utf8.dropFirst(run.publishedLength), as: UTF8.self)
-        guard isFinal || run.text.utf8.count != run.publishedLength else { return }
+        let published = run.publishedText.utf8.count
+        let length = run.text.utf8.count
+        // A text that was replaced rather than extended (taken whole after a gap) goes whole.
+        let extends = length >= published && run.text.utf8.starts(with: run.publishedText.utf8)
+        guard isFinal || !extends || length != published else { return }
+        let whole = !extends || run.wholeLength == 0 || length >= 2 * run.wholeLength
         actions.append(
             .publishStream(
                 StreamProgress(
-                    id: id, chunkIndex: run.updates, chunk: run.text.utf8.count >= run.publishedLength ? added : run.text, content: run.text, isFinal: isFinal,
-                    inReplyTo: run.inReplyTo, attribution: .gateway)))
+                    id: id, chunkIndex: run.updates, chunk: extends ? String(decoding: run.text.utf8.dropFirst(published), as: UTF8.self) : run.text,
+                    offset: extends ? published : 0, content: whole ? run.text : nil, isFinal: isFinal, inReplyTo: run.inReplyTo, attribution: .gateway)))
         run.updates += 1
         run.publishedAt = now
-        run.publishedLength = run.text.utf8.count
+        run.publishedText = run.text
+        if whole { run.wholeLength = length }
         run.publicationDue = false
         runs[runID] = run
     }

@@ -186,6 +186,8 @@ public struct DeliveryStateMachine: Sendable {
         /// When it was last published, and its length then (UTF-8 bytes).
         var publishedAt: Date?
         var publishedLength = 0
+        /// Its length when it was last published whole (0: not yet): it goes whole again once doubled.
+        var wholeLength = 0
         /// Its growth since then is waiting for the interval to end.
         var publicationDue = false
     }
@@ -842,13 +844,18 @@ public struct DeliveryStateMachine: Sendable {
     private mutating func publish(_ id: MessageID, content: String, lastIndex: Int, isFinal: Bool, now: Date, into actions: inout [Action]) {
         guard let stream = streams[id] else { return }
         let added = String(decoding: content.utf8.dropFirst(stream.publishedLength), as: UTF8.self)
+        let length = content.utf8.count
+        // The whole reply goes with the first progress and each time it doubled: the bytes on
+        // the bus stay within three times the reply's length.
+        let whole = stream.wholeLength == 0 || length >= 2 * stream.wholeLength
         actions.append(
             .publishStream(
                 StreamProgress(
-                    id: id, chunkIndex: max(0, lastIndex), chunk: added, content: content, isFinal: isFinal, inReplyTo: stream.inReplyTo,
-                    attribution: stream.attribution)))
+                    id: id, chunkIndex: max(0, lastIndex), chunk: added, offset: stream.publishedLength, content: whole ? content : nil,
+                    isFinal: isFinal, inReplyTo: stream.inReplyTo, attribution: stream.attribution)))
         streams[id]?.publishedAt = now
-        streams[id]?.publishedLength = content.utf8.count
+        streams[id]?.publishedLength = length
+        if whole { streams[id]?.wholeLength = length }
     }
 
     /// A reply that stops growing on a live connection: the connection is probed; past the

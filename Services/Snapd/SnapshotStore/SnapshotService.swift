@@ -11,21 +11,21 @@ public import TetherStorage
 public struct SnapshotService: Service {
     private let bus: any Bus
     private let store: TranscriptStore
-    private let catchUpInterval: Duration
     private let storage: StorageWatch
     private let logger: Logger
 
+    /// protod's journal is asked for the changes snapd missed at start, whenever a revision is
+    /// skipped, and at each of protod's heartbeats (every 10 s when nothing happens, within a
+    /// second of a change): a change whose message was lost with nothing after it is caught up
+    /// by then, and nothing wakes snapd on a timer of its own.
     /// - Parameters:
-    ///   - catchUpInterval: how often protod's journal is asked for changes missed
-    ///     (besides at start and whenever a revision is skipped).
     ///   - storage: what snapd says of its files (retained on `storage`); by default, that all is well.
     public init(
-        bus: any Bus, store: TranscriptStore, catchUpInterval: Duration = .seconds(2),
-        storage: StorageCondition = StorageCondition(program: "tether-snapd", path: ".", replaced: []), logger: Logger
+        bus: any Bus, store: TranscriptStore, storage: StorageCondition = StorageCondition(program: "tether-snapd", path: ".", replaced: []),
+        logger: Logger
     ) {
         self.bus = bus
         self.store = store
-        self.catchUpInterval = catchUpInterval
         self.storage = StorageWatch(storage, bus: bus, logger: logger)
         self.logger = logger
     }
@@ -34,20 +34,19 @@ public struct SnapshotService: Service {
         storage.announce()
         // Subscribe first, then catch up: a change published in between is in one or the other.
         let updates = try await bus.subscribe(
-            to: [Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name])
+            to: [
+                Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name,
+                Topic.heartbeat.name,
+            ])
         let commands = try await bus.serve(endpoint: Endpoints.snapshotStore)
         let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let dispatcher = makeDispatcher()
-        let interval = catchUpInterval
+        wake.yield()
         await withDiscardingTaskGroup { group in
             group.addTask { await dispatcher.run(commands) }
-            group.addTask { await record(updates, onGap: { wake.yield() }) }
+            group.addTask { await record(updates, catchUpDue: { wake.yield() }) }
             group.addTask {
                 for await _ in wakeups { await catchUp() }
-            }
-            group.addTask {
-                wake.yield()
-                for await _ in AsyncTimerSequence.repeating(every: interval) { wake.yield() }
             }
             try? await gracefulShutdown()
             wake.finish()
@@ -82,8 +81,12 @@ public struct SnapshotService: Service {
         return dispatcher
     }
 
-    private func record(_ updates: BusSubscription, onGap: @Sendable () -> Void) async {
+    private func record(_ updates: BusSubscription, catchUpDue: @Sendable () -> Void) async {
         for await message in updates {
+            if message.topic == .heartbeat {
+                if message.header.source == "tether-protod" { catchUpDue() }
+                continue
+            }
             do {
                 let applied: TranscriptStore.Applied
                 switch message.topic {
@@ -103,7 +106,7 @@ public struct SnapshotService: Service {
                     continue
                 }
                 storage.wrote()
-                if applied.gap { onGap() }
+                if applied.gap { catchUpDue() }
                 announceCompaction(applied.compacted)
             } catch {
                 // Not kept: the next change shows a gap, and the catch-up fetches it from protod's journal.

@@ -138,18 +138,24 @@ public struct TranscriptStore: Sendable {
         }
     }
 
-    /// Keeps the latest progress of a reply still streaming; a reply already whole, or an
-    /// older chunk, changes nothing.
+    /// Keeps each reply still streaming as far as it came, whole (see
+    /// ``StreamProgress/following(_:)``): a chunk goes where its offset says, and a progress
+    /// carrying the whole reply replaces what was kept. A reply already in the transcript, an
+    /// older progress, or a chunk that does not fit (one was missed: until the next whole
+    /// text) changes nothing.
     public func apply(_ progress: StreamProgress) async throws {
-        let body = try BusSchema.makeEncoder().encode(progress)
         try await database.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return }
+            let kept = try Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
+                try BusSchema.makeDecoder().decode(StreamProgress.self, from: $0)
+            }
+            guard let followed = progress.following(kept) else { return }
             try db.execute(
                 sql: """
                     INSERT INTO stream (id, chunkIndex, progress) VALUES (?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET chunkIndex = excluded.chunkIndex, progress = excluded.progress WHERE excluded.chunkIndex >= stream.chunkIndex
+                    ON CONFLICT(id) DO UPDATE SET chunkIndex = excluded.chunkIndex, progress = excluded.progress
                     """,
-                arguments: [progress.id.value, progress.chunkIndex, body])
+                arguments: [progress.id.value, followed.chunkIndex, try BusSchema.makeEncoder().encode(followed)])
         }
     }
 

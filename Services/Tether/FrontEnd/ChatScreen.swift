@@ -97,11 +97,13 @@ public struct ChatScreen: Sendable {
         case .conversationStream:
             guard let progress = try? message.decode(StreamProgress.self) else { return false }
             if let index = streaming.firstIndex(where: { $0.id == progress.id }) {
-                guard progress.chunkIndex >= streaming[index].chunkIndex else { return false }
-                streaming[index] = progress
+                guard let followed = progress.following(streaming[index]) else { return false }
+                streaming[index] = followed
             } else if !transcript.contains(progress.id) {
                 // A reply already in the transcript is whole: a late chunk does not reopen it.
-                streaming.append(progress)
+                // Joined after its start, a reply shows from its next whole text.
+                guard let followed = progress.following(nil) else { return false }
+                streaming.append(followed)
             }
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self) else { return false }
@@ -227,7 +229,7 @@ public struct ChatScreen: Sendable {
         }
         for progress in streaming {
             let name = bot?.botName ?? "Bot"
-            for line in TerminalText.wrap("\(name): \(progress.content)▍", width: width) { rows.append(ScreenRow(line)) }
+            for line in TerminalText.wrap("\(name): \(progress.text)▍", width: width) { rows.append(ScreenRow(line)) }
         }
         return rows
     }

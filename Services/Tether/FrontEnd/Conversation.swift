@@ -196,7 +196,7 @@ struct SendTracker: Sendable {
             }
         case .conversationStream:
             guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == id else { return nil }
-            partial = progress
+            partial = progress.following(partial) ?? partial
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id else { return nil }
             // A reply implies the message was delivered, even if its acknowledgement event was missed.

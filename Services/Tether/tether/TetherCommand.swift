@@ -160,7 +160,7 @@ struct Send: AsyncParsableCommand {
             noteAttribution(entry.attribution)
         case .deliveredWithoutReply(let partial):
             if let partial {
-                print(TerminalSafe.visible(partial.content))
+                print(TerminalSafe.visible(partial.text))
                 noteAttribution(partial.attribution)
             }
             say("delivered, but no whole reply within \(timeout) s" + (partial == nil ? "" : " (printed as far as it came)"))

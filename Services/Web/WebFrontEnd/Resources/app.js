@@ -24,8 +24,25 @@ const statusFields = {
 const PENDING_KEY = "tether-pending";
 /** Entries by id, in the order they first came. */
 const entries = new Map();
-/** Replies still streaming, by id. */
+/** Replies still streaming, by id: each its latest progress, with the whole reply so far in `content`. */
 const streams = new Map();
+const utf8 = new TextEncoder();
+
+/**
+ * A conv.stream progress applied to what the page has of the reply: the reply so far, or
+ * null when it does not fit and the page keeps what it has (an older progress; a chunk whose
+ * offset is not the end of the reply here, because one was missed: the next progress that
+ * carries the whole reply, or the reply's conv.message, repairs it).
+ */
+function follow(previous, progress) {
+  if (previous && previous.chunkIndex > progress.chunkIndex) return null;
+  if (typeof progress.content === "string") return Object.assign({}, progress, { length: utf8.encode(progress.content).length });
+  if (!previous || previous.length !== progress.offset) return null;
+  return Object.assign({}, progress, {
+    content: previous.content + progress.chunk,
+    length: previous.length + utf8.encode(progress.chunk).length,
+  });
+}
 let revision = frame.revision || 0;
 let botName = "Bot";
 let socket = null;
@@ -107,7 +124,10 @@ function applyDelivery(update) {
 function applySnapshot(snapshot) {
   for (const entry of snapshot.entries) applyEntry(entry);
   revision = Math.max(revision, snapshot.revision || 0);
-  for (const progress of snapshot.streaming || []) streams.set(progress.id.value, progress);
+  for (const progress of snapshot.streaming || []) {
+    const followed = follow(null, progress);
+    if (followed) streams.set(progress.id.value, followed);
+  }
 }
 
 function showConnection(status) {
@@ -177,7 +197,12 @@ function applyBus(topic, body) {
   switch (topic) {
     case "conv.message": applyEntry(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
     case "conv.delivery": applyDelivery(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
-    case "conv.stream": if (!entries.has(body.id.value)) { streams.set(body.id.value, body); render(); } break;
+    case "conv.stream": {
+      if (entries.has(body.id.value)) break;
+      const followed = follow(streams.get(body.id.value), body);
+      if (followed) { streams.set(body.id.value, followed); render(); }
+      break;
+    }
     case "conn.state": showConnection(body); break;
     case "net.path": showNetwork(body); break;
     case "bot.state": botName = body.botName || botName; break;
