@@ -13,9 +13,15 @@ struct ProcessUsage {
     var privateMegabytes: Double
     /// Its proportional share of the memory it maps now (a page shared by n processes counts 1/n), in megabytes.
     var proportionalMegabytes: Double
-    /// Times any of its threads was switched out (voluntary and not), counted since it started:
-    /// each wait for an event or a timer is one.
-    var contextSwitches: Int
+    /// Times each of its threads now running was switched out (voluntary and not), by thread
+    /// id: each wait for an event or a timer is one.
+    var contextSwitches: [Int: Int]
+
+    /// The context switches since `earlier` of the threads running now: a thread started
+    /// since counts whole; one that ended since is missed (its count goes with it).
+    func contextSwitches(since earlier: ProcessUsage) -> Int {
+        contextSwitches.reduce(0) { total, thread in total + thread.value - (earlier.contextSwitches[thread.key] ?? 0) }
+    }
 
     init?(pid: Int32) {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -37,11 +43,14 @@ struct ProcessUsage {
         let proportionalLine = rollup.split(separator: "\n").first { $0.hasPrefix("Pss:") }
         proportionalMegabytes = (proportionalLine.flatMap { Double($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") } ?? 0) / 1024
         let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        contextSwitches = threads.reduce(0) { total, thread in
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8)) ?? ""
-            return total
-                + status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches:") || $0.hasPrefix("nonvoluntary_ctxt_switches:") }
-                .compactMap { Int($0.split(whereSeparator: \.isWhitespace).last ?? "") }.reduce(0, +)
-        }
+        contextSwitches = Dictionary(
+            uniqueKeysWithValues: threads.compactMap { thread -> (Int, Int)? in
+                guard let id = Int(thread), let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8) else {
+                    return nil
+                }
+                let switches = status.split(separator: "\n").filter { $0.hasPrefix("voluntary_ctxt_switches:") || $0.hasPrefix("nonvoluntary_ctxt_switches:") }
+                    .compactMap { Int($0.split(whereSeparator: \.isWhitespace).last ?? "") }.reduce(0, +)
+                return (id, switches)
+            })
     }
 }

@@ -21,13 +21,14 @@ public struct StatusReport: Sendable, Codable {
 
     public init() {}
 
-    /// Gathers the report from what the set's programs retain on the bus (heartbeats,
-    /// presences, the connection, the network, the outbox, storage), which each replays to a
-    /// new subscriber at once: done once the connection, the network and the outbox are
-    /// known and nothing new has come for `quiet`, or after `limit` whatever came (a program
-    /// that is not running retains nothing).
+    /// Gathers the report from what the set's programs retain on the bus (heartbeats, the
+    /// front ends attached, the connection, the network, the outbox, storage), which each
+    /// replays to a new subscriber at once: done once connd, netmon, protod and snapd have
+    /// answered (each replays its heartbeat first, as it is subscribed to first) and nothing
+    /// new has come for `quiet`, or after `limit` whatever came (a program that is not running
+    /// retains nothing).
     public static func gather(
-        bus: BusClient, quiet: Duration = .milliseconds(60), limit: Duration = .milliseconds(1500)
+        bus: BusClient, quiet: Duration = .milliseconds(25), limit: Duration = .milliseconds(1500)
     ) async throws(BusError) -> StatusReport {
         let subscription = try await bus.subscribe(
             to: [
@@ -43,7 +44,7 @@ public struct StatusReport: Sendable, Codable {
                 var heartbeats: [String: Heartbeat] = [:]
                 var storage: [String: StorageReport] = [:]
                 for await message in subscription {
-                    arrivals.note(message.topic)
+                    arrivals.note(.init(topic: message.topic, source: message.header.source))
                     switch message.topic {
                     case .heartbeat: if let beat = try? message.decode(Heartbeat.self) { heartbeats[beat.program] = beat }
                     case .connectionState: report.connection = try? message.decode(ConnectionStatus.self)
@@ -64,7 +65,10 @@ public struct StatusReport: Sendable, Codable {
             }
             group.addTask {
                 let deadline = ContinuousClock.now + limit
-                let needed: Set<Topic> = [.connectionState, .networkPath, .outboxSummary]
+                let needed: Set<Arrivals.Source> = [
+                    .init(topic: .connectionState, source: "tether-connd"), .init(topic: .networkPath, source: "tether-netmon"),
+                    .init(topic: .outboxSummary, source: "tether-protod"), .init(topic: .storage, source: "tether-snapd"),
+                ]
                 while ContinuousClock.now < deadline, !arrivals.settled(having: needed, quiet: quiet) {
                     guard (try? await Task.sleep(for: .milliseconds(10))) != nil else { break }
                 }
@@ -142,16 +146,21 @@ public struct StatusReport: Sendable, Codable {
     }
 }
 
-/// What `gather` has received so far: which topics, and when the last message came.
+/// What `gather` has received so far: which topics from which programs, and when the last message came.
 private final class Arrivals: Sendable {
-    private let state = Mutex((topics: Set<Topic>(), last: ContinuousClock.now))
-
-    func note(_ topic: Topic) {
-        state.withLock { $0.topics.insert(topic); $0.last = .now }
+    struct Source: Hashable, Sendable {
+        var topic: Topic
+        var source: String
     }
 
-    /// True once every topic of `needed` came and nothing new has come for `quiet`.
-    func settled(having needed: Set<Topic>, quiet: Duration) -> Bool {
-        state.withLock { needed.isSubset(of: $0.topics) && $0.last.duration(to: .now) >= quiet }
+    private let state = Mutex((seen: Set<Source>(), last: ContinuousClock.now))
+
+    func note(_ source: Source) {
+        state.withLock { $0.seen.insert(source); $0.last = .now }
+    }
+
+    /// True once every one of `needed` came and nothing new has come for `quiet`.
+    func settled(having needed: Set<Source>, quiet: Duration) -> Bool {
+        state.withLock { needed.isSubset(of: $0.seen) && $0.last.duration(to: .now) >= quiet }
     }
 }
