@@ -18,6 +18,7 @@ struct Bench {
         var transcriptMessages: Int
         var idleSeconds: Int
         var preset: String
+        var replyBytes: [Int]
     }
 
     let settings: Settings
@@ -190,7 +191,8 @@ struct Bench {
     private func measureReplySizes(client: BusClient, into table: inout BenchTable) async throws {
         var figures: [String] = []
         var linear = true
-        for (name, bytes) in [("1 KB", 1_000), ("100 KB", 100_000), ("1 MB", 1_000_000)] {
+        for bytes in settings.replyBytes {
+            let name = formatBytes(bytes)
             let sized = try await streamReply(client: client, words: bytes / 2, id: "bench-reply-\(bytes)")
             let ratio = Double(sized.bytes) / Double(sized.length)
             linear = linear && ratio <= 4 && sized.whole && sized.breaks == 0

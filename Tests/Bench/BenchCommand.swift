@@ -29,11 +29,14 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "connd's reconnect preset for the set: default or aggressive.")
     var preset = "default"
 
+    @Option(parsing: .upToNextOption, help: "Lengths in bytes of the replies whose bytes on the bus are measured.")
+    var replyBytes = [1_000, 100_000, 1_000_000]
+
     func run() async throws {
         let bench = Bench(
             settings: .init(
                 roundTrips: roundTrips, busMessages: busMessages, chunks: chunks, transcriptMessages: transcriptMessages,
-                idleSeconds: idleSeconds, preset: preset))
+                idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
         let table = try await bench.run()
         print(table.markdown)
         if table.rows.contains(where: { $0.met == false }) {
