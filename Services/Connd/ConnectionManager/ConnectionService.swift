@@ -663,8 +663,6 @@ actor ConnectionDriver {
         }
     }
 
-    /// While failed for want of a gateway, knocks at its port every `failedKnockInterval` and
-    /// connects again as soon as something listens there.
     /// Starts the watches a state needs and stops those it does not: knocking while the
     /// gateway is unreachable, watching the token while it is refused or unreadable. No
     /// timer runs in any other state.
