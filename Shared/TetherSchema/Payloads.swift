@@ -408,8 +408,13 @@ public struct StreamProgress: Codable, Hashable, Sendable {
         attribution: ReplyAttribution? = nil
     ) {
         self.init(
-            id: id, chunkIndex: chunkIndex, chunk: chunk, offset: max(0, content.utf8.count - chunk.utf8.count), content: content, isFinal: isFinal,
+            id: id, chunkIndex: chunkIndex, chunk: chunk, offset: Self.offset(of: chunk, endingWhole: content), content: content, isFinal: isFinal,
             inReplyTo: inReplyTo, attribution: attribution)
+    }
+
+    /// Where `chunk` goes when it is the end of `content`.
+    private static func offset(of chunk: String, endingWhole content: String) -> Int {
+        max(0, content.utf8.count - chunk.utf8.count)
     }
 
     /// This progress applied to what a reader has of the reply (`previous`, as this returned
@@ -447,7 +452,7 @@ public struct StreamProgress: Codable, Hashable, Sendable {
         let content = try container.decodeIfPresent(String.self, forKey: .content)
         self.chunk = chunk
         self.content = content
-        guard let offset = try container.decodeIfPresent(Int.self, forKey: .offset) ?? content.map({ max(0, $0.utf8.count - chunk.utf8.count) }) else {
+        guard let offset = try container.decodeIfPresent(Int.self, forKey: .offset) ?? content.map({ Self.offset(of: chunk, endingWhole: $0) }) else {
             throw DecodingError.keyNotFound(
                 CodingKeys.offset, .init(codingPath: container.codingPath, debugDescription: "a progress without its content needs its offset"))
         }

@@ -31,7 +31,13 @@ public struct SupervisorWatch: Service {
         try await cancelWhenGracefulShutdown {
             if let exited = Self.exitDescriptor(of: supervisor) {
                 // Nothing wakes until the supervisor ends: a thread waits on its pidfd.
-                Self.onReadable(exited) { [self] in supervisorGone() }
+                Self.onReadable(exited) { [self] waited in
+                    if waited {
+                        supervisorGone()
+                    } else {
+                        logger.warning("cannot wait for the compose supervisor (pid \(supervisor)) to end: this program will not stop with it")
+                    }
+                }
             } else {
                 while (try? await Task.sleep(for: .milliseconds(500))) != nil {
                     guard getppid() != supervisor else { continue }
@@ -61,14 +67,16 @@ public struct SupervisorWatch: Service {
         return descriptor
     }
 
-    /// Calls `action` once `descriptor` is readable, from a thread that waits for nothing else
-    /// (it ends with the process if that comes first).
-    private static func onReadable(_ descriptor: Int32, _ action: @escaping @Sendable () -> Void) {
+    /// Calls `action` once `descriptor` is readable (true), or once waiting for it failed
+    /// (false), from a thread that waits for nothing else (it ends with the process if that
+    /// comes first).
+    private static func onReadable(_ descriptor: Int32, _ action: @escaping @Sendable (Bool) -> Void) {
         let waiter = Thread {
             var item = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            while poll(&item, 1, -1) < 0 && errno == EINTR {}
+            var result: Int32
+            repeat { result = poll(&item, 1, -1) } while result < 0 && errno == EINTR
             close(descriptor)
-            action()
+            action(result > 0)
         }
         waiter.name = "supervisor-watch"
         waiter.start()

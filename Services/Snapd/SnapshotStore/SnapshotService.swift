@@ -3,6 +3,7 @@ public import ServiceLifecycle
 public import TetherBus
 import TetherSchema
 import TetherService
+import TetherWire
 public import TetherStorage
 
 /// The snapshot store: records the conversation from the bus, catches up from protod's
@@ -82,6 +83,9 @@ public struct SnapshotService: Service {
     }
 
     private func record(_ updates: BusSubscription, catchUpDue: @Sendable () -> Void) async {
+        // The replies streaming, as last kept: each progress is applied to this rather than to
+        // the reply read back and decoded from the database every time.
+        var streaming: [MessageID: StreamProgress] = [:]
         for await message in updates {
             if message.topic == .heartbeat {
                 if message.header.source == "tether-protod" { catchUpDue() }
@@ -91,11 +95,17 @@ public struct SnapshotService: Service {
                 let applied: TranscriptStore.Applied
                 switch message.topic {
                 case .conversationMessage:
-                    applied = try await store.apply(try message.decode(TranscriptEntry.self))
+                    let entry = try message.decode(TranscriptEntry.self)
+                    if entry.sender != .user { streaming[entry.id] = nil }
+                    applied = try await store.apply(entry)
                 case .conversationDelivery:
                     applied = try await store.apply(try message.decode(DeliveryUpdate.self))
                 case .conversationStream:
-                    try await store.apply(try message.decode(StreamProgress.self))
+                    let progress = try message.decode(StreamProgress.self)
+                    let known = streaming.removeValue(forKey: progress.id)
+                    // Kept only once written: after a failed write, or a progress that did not
+                    // fit, the next one reads the reply back from the database.
+                    streaming[progress.id] = try await store.apply(progress, after: known)
                     continue
                 case .connectionIdentity:
                     if try await store.save(try message.decode(ConnectionIdentity.self)) {

@@ -143,19 +143,24 @@ public struct TranscriptStore: Sendable {
     /// carrying the whole reply replaces what was kept. A reply already in the transcript, an
     /// older progress, or a chunk that does not fit (one was missed: until the next whole
     /// text) changes nothing.
-    public func apply(_ progress: StreamProgress) async throws {
+    /// - Parameter known: the reply as this returned it last, when the caller kept it; without
+    ///   it, it is read back from the database.
+    /// - Returns: the reply as kept now; nil when nothing was kept.
+    @discardableResult
+    public func apply(_ progress: StreamProgress, after known: StreamProgress? = nil) async throws -> StreamProgress? {
         try await database.write { db in
-            guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return }
-            let kept = try Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
+            guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return nil }
+            let kept = try known ?? Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
                 try BusSchema.makeDecoder().decode(StreamProgress.self, from: $0)
             }
-            guard let followed = progress.following(kept) else { return }
+            guard let followed = progress.following(kept) else { return nil }
             try db.execute(
                 sql: """
                     INSERT INTO stream (id, chunkIndex, progress) VALUES (?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET chunkIndex = excluded.chunkIndex, progress = excluded.progress
                     """,
                 arguments: [progress.id.value, followed.chunkIndex, try BusSchema.makeEncoder().encode(followed)])
+            return followed
         }
     }
 
