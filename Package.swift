@@ -232,7 +232,7 @@ let package = Package(
             .executableTarget(
                 name: "tether-bench",
                 dependencies: [
-                    "TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "CZeroMQ", .argumentParser, .logging,
+                    "TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "SnapshotStore", "CZeroMQ", .argumentParser, .logging,
                     .product(name: "WSClient", package: "swift-websocket"),
                 ],
                 path: "Tests/Bench",

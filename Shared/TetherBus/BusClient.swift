@@ -84,16 +84,20 @@ public final class BusClient: Sendable {
     }
 
     private func encode(_ payload: some Encodable) throws(BusError) -> [UInt8] {
-        let data: Data
-        do {
-            data = try BusSchema.makeEncoder().encode(payload)
-        } catch {
-            throw .encoding("cannot encode \(type(of: payload)): \(error)")
+        let bytes: [UInt8]
+        if let direct = payload as? any DirectJSONBody {
+            bytes = direct.jsonBytes()
+        } else {
+            do {
+                bytes = Array(try BusSchema.encoder.encode(payload))
+            } catch {
+                throw .encoding("cannot encode \(type(of: payload)): \(error)")
+            }
         }
-        guard data.count <= BusSchema.maximumBodySize else {
-            throw .tooLarge(size: data.count, limit: BusSchema.maximumBodySize)
+        guard bytes.count <= BusSchema.maximumBodySize else {
+            throw .tooLarge(size: bytes.count, limit: BusSchema.maximumBodySize)
         }
-        return Array(data)
+        return bytes
     }
 
     // MARK: Subscribing

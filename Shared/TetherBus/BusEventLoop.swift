@@ -74,8 +74,6 @@ final class BusEventLoop {
     /// publisher's linger) until what was published has left, so a program that publishes
     /// and exits loses nothing.
     private let context = ZMQContext()
-    private let encoder = BusSchema.makeEncoder()
-    private let decoder = BusSchema.makeDecoder()
 
     private var publisher: ZMQSocket?
     /// Reports the publisher's connection to the proxy dropping.
@@ -249,8 +247,7 @@ final class BusEventLoop {
     private func publish(topic: String, body: [UInt8], replay: Bool) {
         sequence += 1
         let header = BusHeader(source: configuration.source, pid: processID, sequence: sequence, timestamp: Date(), replay: replay)
-        guard let headerBytes = try? encoder.encode(header) else { return }
-        send([Array(topic.utf8), Array(headerBytes), body])
+        send([Array(topic.utf8), header.jsonBytes(), body])
     }
 
     private func send(_ frames: [[UInt8]]) {
@@ -377,7 +374,7 @@ final class BusEventLoop {
             }
             for probe in probes.values where probe.topic == prefix {
                 // Our own probe subscription reached us through the proxy: send the probe now.
-                send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
+                send([Array(probe.topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
             }
         }
     }
@@ -479,7 +476,7 @@ final class BusEventLoop {
     private func parse(_ frames: [[UInt8]]) -> BusMessage? {
         let message: BusMessage
         do {
-            message = try BusMessage(frames: frames, decoder: decoder)
+            message = try BusMessage(frames: frames)
         } catch {
             let kind = frames.count == 3 && frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed
             counters.update { $0.drop(kind) }
@@ -573,7 +570,7 @@ final class BusEventLoop {
             if now >= probe.deadline {
                 endProbe(id, with: .failure(handshakeFailure ?? .busUnavailable(path: configuration.busLocation)))
             } else if now >= probe.nextSend {
-                send([Array(probe.topic.utf8), Array((try? encoder.encode(probeHeader())) ?? Data()), Array("{}".utf8)])
+                send([Array(probe.topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
                 probes[id]?.nextSend = now + .milliseconds(50)
             }
         }

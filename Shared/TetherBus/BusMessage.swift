@@ -19,7 +19,10 @@ public struct BusMessage: Sendable {
     /// in this process's drops, which its heartbeat shows.
     public func decode<Payload: Decodable>(_ type: Payload.Type) throws(BusError) -> Payload {
         do {
-            return try BusSchema.makeDecoder().decode(type, from: body)
+            if let direct = type as? any DirectJSONBody.Type {
+                return try body.withUnsafeBytes { try direct.init(jsonBytes: $0) } as! Payload
+            }
+            return try BusSchema.decoder.decode(type, from: body)
         } catch {
             BusDrop.undecodableBodies.withLock { $0[BusDrop.undecodable(topic.name), default: 0] += 1 }
             BusDrop.counted.notify()
@@ -62,7 +65,7 @@ public enum BusDrop {
 extension BusMessage {
     /// Reads a message as it comes off the bus: three frames, a UTF-8 topic, a bus header and
     /// a body within ``BusSchema/maximumBodySize``. Anything else throws, saying what is wrong.
-    public init(frames: [[UInt8]], decoder: JSONDecoder = BusSchema.makeDecoder()) throws(BusError) {
+    public init(frames: [[UInt8]]) throws(BusError) {
         guard frames.count == 3 else { throw .malformedMessage("expected 3 frames (topic, header, body), got \(frames.count)") }
         guard let topic = String(validating: frames[0], as: UTF8.self), !topic.isEmpty else {
             throw .malformedMessage("topic is empty or not UTF-8")
@@ -70,7 +73,7 @@ extension BusMessage {
         guard frames[2].count <= BusSchema.maximumBodySize else {
             throw .malformedMessage("body of \(frames[2].count) bytes is over the limit of \(BusSchema.maximumBodySize)")
         }
-        guard let header = try? decoder.decode(BusHeader.self, from: Data(frames[1])) else {
+        guard let header = try? BusHeader(jsonBytes: frames[1]) else {
             throw .malformedMessage("header of topic '\(topic)' is not a bus header")
         }
         self.init(topic: Topic(topic), header: header, body: Data(frames[2]))

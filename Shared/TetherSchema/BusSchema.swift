@@ -12,6 +12,13 @@ public enum BusSchema {
     /// body's limit, so that an oversized command is answered `tooLarge`, not dropped.
     public static let commandReadLimit = 4 * maximumBodySize
 
+    /// One encoder of ``makeEncoder()`` for the whole process: making one for each message
+    /// costs more than most messages' encoding.
+    public static let encoder = makeEncoder()
+
+    /// One decoder of ``makeDecoder()`` for the whole process.
+    public static let decoder = makeDecoder()
+
     /// JSON encoder for bus bodies and headers: sorted keys, ISO 8601 dates with milliseconds.
     public static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()

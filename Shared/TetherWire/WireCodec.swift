@@ -84,7 +84,7 @@ public struct WireCodec: Sendable {
     ) throws(WireCodecError) -> Data {
         let envelope = WireEnvelope(type: type, sequence: sequence, payload: payload, serverTimestamp: serverTimestamp)
         do {
-            return try Self.makeEncoder().encode(envelope)
+            return try Self.encoder.encode(envelope)
         } catch {
             throw .encodingFailed(type: type, error)
         }
@@ -107,7 +107,7 @@ public struct WireCodec: Sendable {
 
     private func encode<Payload>(_ envelope: WireEnvelope<Payload>) throws(WireCodecError) -> Data {
         do {
-            return try Self.makeEncoder().encode(envelope)
+            return try Self.encoder.encode(envelope)
         } catch {
             throw .encodingFailed(type: envelope.type, error)
         }
@@ -135,14 +135,22 @@ public struct WireCodec: Sendable {
         try decode(Data(text.utf8))
     }
 
-    /// Decodes a frame.
+    /// Decodes a frame, parsing it once: the type first, then its envelope from the same parse.
     public func decode(_ data: Data) throws(WireCodecError) -> WireMessage {
         guard data.count <= maximumFrameSize else {
             throw .tooLarge(size: data.count, limit: maximumFrameSize)
         }
-        let header: EnvelopeHeader
+        if let chunk = data.withUnsafeBytes({ Self.directChunk($0.assumingMemoryBound(to: UInt8.self)) }) {
+            return .streamingChunk(chunk)
+        }
+        let routed: RoutedFrame
         do {
-            header = try Self.makeDecoder().decode(EnvelopeHeader.self, from: data)
+            routed = try Self.decoder.decode(RoutedFrame.self, from: data)
+        } catch let error as RoutingError {
+            switch error {
+            case .missingType: throw .missingType
+            case .invalidPayload(let type, let underlying): throw .invalidPayload(type: type, underlying)
+            }
         } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
             throw .invalidJSON(DecodingError.typeMismatch(Any.self, context))
         } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
@@ -150,41 +158,62 @@ public struct WireCodec: Sendable {
         } catch {
             throw .missingType
         }
-        guard let type = WireMessageType(rawValue: header.type) else {
-            return .unknown(type: header.type, sequence: header.sequence, data: data)
-        }
-        do {
-            let decoder = Self.makeDecoder()
-            switch type {
-            case .chatMessage:
-                return .chatMessage(try decoder.decode(WireEnvelope<ChatMessage>.self, from: data))
-            case .messageAck:
-                return .messageAck(try decoder.decode(WireEnvelope<MessageAck>.self, from: data))
-            case .botState:
-                return .botState(try decoder.decode(WireEnvelope<BotStateUpdate>.self, from: data))
-            case .streamingChunk:
-                return .streamingChunk(try decoder.decode(WireEnvelope<StreamingChunk>.self, from: data))
-            case .ping:
-                return .ping(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
-            case .pong:
-                return .pong(try decoder.decode(WireEnvelope<HeartbeatPayload>.self, from: data))
-            case .sessionResume:
-                return .sessionResume(try decoder.decode(WireEnvelope<SessionResume>.self, from: data))
-            case .sessionResumed:
-                return .sessionResumed(try decoder.decode(WireEnvelope<SessionResumed>.self, from: data))
-            }
-        } catch {
-            throw .invalidPayload(type: header.type, error)
-        }
+        return routed.message ?? .unknown(type: routed.type, sequence: routed.sequence, data: data)
     }
 
-    /// Just enough of an envelope to route it.
-    private struct EnvelopeHeader: Decodable {
+    /// Why a frame that is a JSON object did not route.
+    private enum RoutingError: Error {
+        /// No string `type`, or a `sequence` that is not an integer.
+        case missingType
+        case invalidPayload(type: String, any Error)
+    }
+
+    /// A frame's type and, for a known type, its message, read from one parse of the frame.
+    private struct RoutedFrame: Decodable {
         var type: String
         var sequence: Int?
+        /// Nil for a type this codec does not know.
+        var message: WireMessage?
+
+        private enum Keys: String, CodingKey {
+            case type
+            case sequence
+        }
+
+        init(from decoder: any Decoder) throws {
+            // Not an object: the caller's invalidJSON.
+            let container = try decoder.container(keyedBy: Keys.self)
+            do {
+                type = try container.decode(String.self, forKey: .type)
+                sequence = try container.decodeIfPresent(Int.self, forKey: .sequence)
+            } catch {
+                throw RoutingError.missingType
+            }
+            guard let known = WireMessageType(rawValue: type) else { return }
+            do {
+                message =
+                    switch known {
+                    case .chatMessage: .chatMessage(try WireEnvelope<ChatMessage>(from: decoder))
+                    case .messageAck: .messageAck(try WireEnvelope<MessageAck>(from: decoder))
+                    case .botState: .botState(try WireEnvelope<BotStateUpdate>(from: decoder))
+                    case .streamingChunk: .streamingChunk(try WireEnvelope<StreamingChunk>(from: decoder))
+                    case .ping: .ping(try WireEnvelope<HeartbeatPayload>(from: decoder))
+                    case .pong: .pong(try WireEnvelope<HeartbeatPayload>(from: decoder))
+                    case .sessionResume: .sessionResume(try WireEnvelope<SessionResume>(from: decoder))
+                    case .sessionResumed: .sessionResumed(try WireEnvelope<SessionResumed>(from: decoder))
+                    }
+            } catch {
+                throw RoutingError.invalidPayload(type: type, error)
+            }
+        }
     }
 
     // MARK: JSON settings
+
+    /// One encoder and one decoder for the process: making them for each frame costs more than
+    /// a small frame's own encoding.
+    static let encoder = makeEncoder()
+    static let decoder = makeDecoder()
 
     static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()

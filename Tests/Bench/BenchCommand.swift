@@ -1,15 +1,23 @@
 import ArgumentParser
 import Foundation
+import TetherBus
+import TetherSchema
 import TetherTesting
 
 /// `tether-bench`: measures the set against baselines taken in the same run and prints one
 /// table (Markdown), each figure beside its baseline and its target. Run it from a release
 /// build through scripts/bench, which builds one.
-@main
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-bench",
-        abstract: "Measures Tether against baselines measured in the same run and prints one table.")
+        abstract: "Measures Tether against baselines measured in the same run and prints one table.",
+        subcommands: [Measure.self, BusProbe.self], defaultSubcommand: Measure.self)
+}
+
+/// Every measurement, printed as one table.
+struct Measure: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "measure", abstract: "Measures every row and prints the table (what tether-bench does unless told otherwise).")
 
     @Option(help: "Round trips measured for each of Tether and the direct client.")
     var roundTrips = 500
@@ -17,11 +25,17 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Messages sent through the bus for each of Tether's client and raw libzmq.")
     var busMessages = 100_000
 
+    @Option(help: "Messages sent one at a time through the bus under valgrind, for the instruction counts (and twice as many).")
+    var probeMessages = 2_000
+
     @Option(help: "Chunks of the streamed reply.")
     var chunks = 20_000
 
-    @Option(help: "Messages in the transcript before the first-frame measurement (each also gets a reply).")
-    var transcriptMessages = 5_000
+    @Option(parsing: .upToNextOption, help: "Sizes of the stored transcript (entries) at which the first frame is measured.")
+    var transcriptEntries = [10_000, 100_000, 1_000_000]
+
+    @Option(parsing: .upToNextOption, help: "Numbers of front ends attached while the round trip is measured.")
+    var frontEnds = [1, 10, 50]
 
     @Option(help: "Seconds over which the idle CPU of each program is measured.")
     var idleSeconds = 60
@@ -35,12 +49,38 @@ struct BenchCommand: AsyncParsableCommand {
     func run() async throws {
         let bench = Bench(
             settings: .init(
-                roundTrips: roundTrips, busMessages: busMessages, chunks: chunks, transcriptMessages: transcriptMessages,
-                idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
+                roundTrips: roundTrips, busMessages: busMessages, probeMessages: probeMessages, chunks: chunks,
+                transcriptEntries: transcriptEntries, frontEnds: frontEnds, idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
         let table = try await bench.run()
         print(table.markdown)
         if table.rows.contains(where: { $0.met == false }) {
             FileHandle.standardError.write(Data("bench: some figures miss their targets (marked \"missed\")\n".utf8))
+        }
+    }
+}
+
+/// Messages one at a time through a running proxy and nothing else: the bench runs this
+/// under valgrind to count the instructions a message costs publisher and subscriber.
+struct BusProbe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bus-probe", abstract: "Sends messages one at a time through the proxy of a run directory.", shouldDisplay: false)
+
+    @Option(help: "The run directory of a running tether-bus.")
+    var runDir: String
+
+    @Option(help: "Messages to send.")
+    var messages: Int
+
+    @Flag(help: "Plain libzmq sockets instead of Tether's bus client.")
+    var raw = false
+
+    func run() async throws {
+        let runDirectory = RunDirectory(path: runDir)
+        if raw {
+            _ = try await RawBus.latency(
+                busIn: try runDirectory.endpoint(Endpoints.busIn), busOut: try runDirectory.endpoint(Endpoints.busOut), count: messages, warmup: 0)
+        } else {
+            _ = try await BusLatency.measure(runDirectory: runDirectory, count: messages, warmup: 0)
         }
     }
 }

@@ -75,10 +75,16 @@ func formatMilliseconds(_ value: Double) -> String {
 /// A rate with thousands separated.
 func formatRate(_ perSecond: Double, unit: String) -> String {
     guard perSecond.isFinite else { return "—" }
+    return "\(formatCount(perSecond)) \(unit)/s"
+}
+
+/// A count with thousands separated.
+func formatCount(_ value: Double) -> String {
+    guard value.isFinite else { return "—" }
     let formatter = NumberFormatter()
     formatter.numberStyle = .decimal
     formatter.maximumFractionDigits = 0
-    return "\(formatter.string(from: NSNumber(value: perSecond)) ?? "\(Int(perSecond))") \(unit)/s"
+    return formatter.string(from: NSNumber(value: value)) ?? "\(Int(value))"
 }
 
 /// Bytes in B, KB or MB (powers of 1000).

@@ -44,6 +44,34 @@ struct DirectClient {
         return measured.withLock { $0 }
     }
 
+    /// Sends a message of `words` words and reads the streamed reply to its last chunk, decoding
+    /// each frame: the chunks a second from the first to the last.
+    func streamRate(words: Int) async throws -> Double {
+        let rate = Mutex<Double?>(nil)
+        try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
+            let codec = WireCodec()
+            var frames = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+            let id = MessageID("bench-direct-stream-\(UUID().uuidString.lowercased())")
+            let content = Array(repeating: "w", count: words).joined(separator: " ")
+            let chat = ChatMessage(id: id, content: content, sender: .user, timestamp: Date(), status: .pending)
+            try await outbound.write(.text(String(decoding: try codec.encode(chatMessage: chat, sequence: 1), as: UTF8.self)))
+            var first: ContinuousClock.Instant?
+            var chunks = 0
+            while let frame = try await frames.next() {
+                guard case .text(let text) = frame, case .streamingChunk(let chunk) = try? codec.decode(text) else { continue }
+                first = first ?? .now
+                chunks += 1
+                if chunk.payload.isFinal {
+                    let elapsed = first.map { $0.duration(to: .now) } ?? .zero
+                    rate.withLock { $0 = Double(chunks) / elapsed.seconds }
+                    return
+                }
+            }
+        }
+        guard let measured = rate.withLock({ $0 }) else { throw BenchError("the direct client's connection ended before the reply did") }
+        return measured
+    }
+
     /// The time from starting a connection to holding an open WebSocket (TCP connect and
     /// HTTP upgrade), `count` times.
     func handshakes(count: Int) async throws -> Samples {

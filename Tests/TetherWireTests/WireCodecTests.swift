@@ -102,4 +102,33 @@ import TetherWire
     func malformedFramesThrowNotCrash(text: String) {
         #expect(throws: WireCodecError.self) { try codec.decode(text) }
     }
+
+    /// Each refusal names what is wrong, as the counters and the diagnostics report it.
+    @Test(arguments: [
+        (#"[1, 2, 3]"#, "invalid-json"),
+        (#""just a string""#, "invalid-json"),
+        ("", "invalid-json"),
+        ("{", "invalid-json"),
+        (#"{"type": 7, "sequence": 1, "payload": {}}"#, "missing-type"),
+        (#"{"type": "chat.message", "version": "1.0", "sequence": "one", "payload": {}}"#, "missing-type"),
+        (#"{"type": "streaming.chunk", "version": "1.0", "sequence": 1}"#, "invalid-payload"),
+        (#"{"type": "message.ack", "version": "1.0", "sequence": 1, "payload": {"messageID": {"value": "x"}, "status": "lost", "serverTimestamp": "2024-01-30T12:00:00Z"}}"#, "invalid-payload"),
+    ])
+    func malformedFramesAreNamedForWhatIsWrong(text: String, kind: String) {
+        do {
+            let message = try codec.decode(text)
+            Issue.record("decoded: \(message)")
+        } catch {
+            #expect(error.kind == kind, "\(text): \(error)")
+        }
+    }
+
+    @Test func anUnknownTypeKeepsItsTypeSequenceAndBytes() throws {
+        let text = #"{"type": "future.thing", "sequence": 9, "payload": {"x": [1, 2]}}"#
+        guard case .unknown(let type, let sequence, let data) = try codec.decode(text) else {
+            Issue.record("not decoded as unknown")
+            return
+        }
+        #expect(type == "future.thing" && sequence == 9 && data == Data(text.utf8))
+    }
 }

@@ -1,0 +1,258 @@
+import Foundation
+
+/// Pieces shared by Tether's direct JSON readers and writers (the bus header, the wire frame
+/// body, the streamed chunk): what they write is byte for byte what the JSONEncoder they
+/// stand in for writes, and what they cannot read exactly as its JSONDecoder would, they
+/// leave to it.
+package enum DirectJSON {
+    /// A byte that goes into a JSON string as it is: not a quote, a backslash or a control
+    /// character (the encoder leaves `/` and non-ASCII UTF-8 as they are).
+    package static func isPlain(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+    }
+
+    package static func append(_ text: StaticString, to bytes: inout [UInt8]) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// `value` in decimal, as JSON writes an integer.
+    package static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDecimal(value.magnitude, to: &bytes)
+    }
+
+    /// `value` in decimal, as JSON writes an integer.
+    package static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+        var magnitude = value
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, written from the end
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
+    /// `text` as a JSON string's contents, escaped as the bus's JSONEncoder escapes it: a quote,
+    /// a backslash and the control characters (`\b \t \n \f \r` short, the rest `\u00xx`).
+    package static func appendEscaped(_ text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress else { return }
+            var plainStart = 0
+            var index = 0
+            while index < utf8.count {
+                let byte = base[index]
+                // The common case, kept to one comparison chain: a byte written as it is.
+                if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") {
+                    index += 1
+                    continue
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(start: base + plainStart, count: index - plainStart))
+                bytes.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                default:
+                    let hex: StaticString = "0123456789abcdef"
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    hex.withUTF8Buffer { digits in
+                        bytes.append(digits[Int(byte >> 4)])
+                        bytes.append(digits[Int(byte & 0xF)])
+                    }
+                }
+                index += 1
+                plainStart = index
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: base + plainStart, count: utf8.count - plainStart))
+        }
+    }
+
+    /// Whether `key` is `name`.
+    package static func isKey(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        name.withUTF8Buffer { $0.elementsEqual(key) }
+    }
+
+    /// A cursor over JSON text that reads the forms the direct readers need, and gives up
+    /// (nil) on anything else.
+    package struct Reader {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        package init(bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+        }
+
+        /// Whether only space is left.
+        package var atEnd: Bool {
+            mutating get {
+                skipSpace()
+                return index == bytes.count
+            }
+        }
+
+        package mutating func skipSpace() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
+        }
+
+        /// Takes `byte` after any space.
+        package mutating func take(_ byte: UInt8) -> Bool {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        /// A string without escapes or control characters: its bytes between the quotes.
+        package mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            let start = index
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                guard DirectJSON.isPlain(bytes[index]) else { return nil }
+                index += 1
+            }
+            guard index < bytes.count else { return nil }
+            index += 1
+            return UnsafeBufferPointer(rebasing: bytes[start..<(index - 1)])
+        }
+
+        /// A string, its escapes undone; nil for a raw control character, an escape JSON does
+        /// not have, a `\u` escape of half a surrogate pair, or bytes that are not UTF-8.
+        package mutating func string() -> String? {
+            guard take(UInt8(ascii: "\"")) else { return nil }
+            var unescaped: [UInt8] = []
+            var escaped = false
+            var plainStart = index
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                let byte = bytes[index]
+                guard byte >= 0x20 else { return nil }
+                guard byte == UInt8(ascii: "\\") else {
+                    index += 1
+                    continue
+                }
+                if !escaped { unescaped.reserveCapacity(bytes.count - plainStart) }
+                escaped = true
+                unescaped.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainStart..<index]))
+                index += 1
+                guard index < bytes.count else { return nil }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escape)
+                case UInt8(ascii: "b"): unescaped.append(0x08)
+                case UInt8(ascii: "f"): unescaped.append(0x0C)
+                case UInt8(ascii: "n"): unescaped.append(0x0A)
+                case UInt8(ascii: "r"): unescaped.append(0x0D)
+                case UInt8(ascii: "t"): unescaped.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard var scalar = hexQuad() else { return nil }
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        // The high half of a pair: the low half must follow as \uDC00-\uDFFF.
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+                        index += 2
+                        guard let low = hexQuad(), (0xDC00..<0xE000).contains(low) else { return nil }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let character = Unicode.Scalar(scalar) else { return nil }
+                    unescaped.append(contentsOf: UTF8.encode(character)!)
+                default:
+                    return nil
+                }
+                plainStart = index
+            }
+            guard index < bytes.count else { return nil }
+            let end = index
+            index += 1
+            if !escaped {
+                return String(validating: UnsafeBufferPointer(rebasing: bytes[plainStart..<end]), as: UTF8.self)
+            }
+            unescaped.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainStart..<end]))
+            return String(validating: unescaped, as: UTF8.self)
+        }
+
+        /// Four hex digits after `\u`.
+        private mutating func hexQuad() -> UInt32? {
+            guard index + 4 <= bytes.count else { return nil }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = bytes[index]
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+                value = value << 4 | UInt32(digit)
+                index += 1
+            }
+            return value
+        }
+
+        /// Reads an object: `member` reads the value of each key in turn and says whether it
+        /// could (false gives up on the object). True once the closing brace is read.
+        package static func object(
+            _ reader: inout Reader, member: (_ key: UnsafeBufferPointer<UInt8>, _ reader: inout Reader) -> Bool
+        ) -> Bool {
+            guard reader.take(UInt8(ascii: "{")) else { return false }
+            repeat {
+                guard let key = reader.plainString(), reader.take(UInt8(ascii: ":")), member(key, &reader) else { return false }
+            } while reader.take(UInt8(ascii: ","))
+            return reader.take(UInt8(ascii: "}"))
+        }
+
+        /// Takes `null` after any space.
+        package mutating func null() -> Bool {
+            skipSpace()
+            guard bytes[index...].starts(with: "null".utf8) else { return false }
+            index += 4
+            return true
+        }
+
+        /// An integer as JSON writes it: an optional minus, no leading zero, at most 18 digits
+        /// (longer ones are left to the decoder).
+        package mutating func integer() -> Int64? {
+            skipSpace()
+            let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
+            if negative { index += 1 }
+            let start = index
+            var value: Int64 = 0
+            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+                guard index - start < 18 else { return nil }
+                value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            let count = index - start
+            guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+            // A fraction or an exponent: the decoder's to judge.
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] | 0x20 == UInt8(ascii: "e") { return nil }
+            return negative ? -value : value
+        }
+
+        package mutating func boolean() -> Bool? {
+            skipSpace()
+            let rest = bytes[index...]
+            if rest.starts(with: "true".utf8) {
+                index += 4
+                return true
+            }
+            if rest.starts(with: "false".utf8) {
+                index += 5
+                return false
+            }
+            return nil
+        }
+    }
+}
