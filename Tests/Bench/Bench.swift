@@ -17,6 +17,7 @@ struct Bench {
         var busMessages: Int
         var probeMessages: Int
         var chunks: Int
+        var pacedChunks: Int
         var transcriptEntries: [Int]
         var frontEnds: [Int]
         var idleSeconds: Int
@@ -46,6 +47,7 @@ struct Bench {
         try await measureGatewayRestart(set: set, client: client, handshake: handshake, into: &table)
         try await measureLinkUp(handshake: handshake, environment: environment, into: &table)
         try await measureFirstFrames(environment: environment, into: &table)
+        try await measureChunkLatency(environment: environment, into: &table)
         try measureStatus(set: set, into: &table)
         try await measureIdle(set: set, into: &table)
         try await measureReplySizes(client: client, into: &table)
@@ -333,6 +335,50 @@ struct Bench {
                 baseline: "\(formatRate(directRate, unit: "chunk")) direct WebSocket client (the gateway's own pace)", target: "50,000/s, none lost",
                 met: reply.rate >= 50_000 && reply.whole && reply.breaks == 0))
 
+    }
+
+    /// The time from a chunk's frame on `wire.in` (connd has read it off the WebSocket) to a
+    /// front end holding it (`conv.stream` covers its index), at the development bot's own
+    /// pace: a set of its own whose bot waits 20 ms between chunks, as by default.
+    private func measureChunkLatency(environment: [String: String], into table: inout BenchTable) async throws {
+        let set = try await ComposedSet(environment: environment.merging(["TETHER_CHUNK_DELAY": "20"]) { $1 })
+        defer { set.stop() }
+        let client = try BusClient(source: "bench-chunk-latency", runDirectory: set.run.runDirectory, logger: logger)
+        defer { Task { await client.close() } }
+        try await awaitConnected(client, after: 0)
+        let observed = try await client.subscribe(to: [Topic.wireInbound.name, Topic.conversationStream.name], confirm: true)
+        let words = max(1, settings.pacedChunks - 2)
+        let message = MessageID("bench-paced")
+        _ = try await client.request(SendMessageCommand.self, .init(id: message, content: Array(repeating: "w", count: words).joined(separator: " ")))
+        let samples = try await withDeadline(.seconds(120), "waiting for the paced reply") {
+            let codec = WireCodec()
+            var messages = observed.makeAsyncIterator()
+            // When each chunk's frame was on the bus, by index; the reply is the one that answers `message`.
+            var arrived: [Int: ContinuousClock.Instant] = [:]
+            var reply: MessageID?
+            var held = -1
+            var samples = Samples()
+            while let bus = await messages.next() {
+                let now = ContinuousClock.now
+                if bus.topic == .wireInbound {
+                    guard let frame = try? bus.decode(WireFrame.self), case .streamingChunk(let envelope)? = try? codec.decode(frame.text) else { continue }
+                    if reply == nil, envelope.payload.replyTo == message || envelope.payload.replyTo == nil { reply = envelope.payload.messageID }
+                    if envelope.payload.messageID == reply { arrived[envelope.payload.chunkIndex] = now }
+                } else if let progress = try? bus.decode(StreamProgress.self), progress.id == reply {
+                    for index in max(0, held + 1)...max(0, progress.chunkIndex) {
+                        if let sent = arrived.removeValue(forKey: index) { samples.add(sent.duration(to: now)) }
+                    }
+                    held = max(held, progress.chunkIndex)
+                    if progress.isFinal { return samples }
+                }
+            }
+            throw BenchError("the bus subscription ended")
+        }
+        table.add(
+            BenchRow(
+                measurement:
+                    "streamed chunks at the development bot's pace (20 ms apart): a chunk's frame on wire.in to a front end holding it, p50 / p99 (\(samples.count) chunks; protod publishes a reply's growth at most every 50 ms)",
+                tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.p99))", baseline: "—", target: "", met: nil))
     }
 
     /// How the bytes on the bus grow with a reply's length. Measured last: a 1 MB reply leaves

@@ -31,6 +31,9 @@ struct Measure: AsyncParsableCommand {
     @Option(help: "Chunks of the streamed reply.")
     var chunks = 20_000
 
+    @Option(help: "Chunks of the reply streamed at the development bot's own pace, for the chunk latency.")
+    var pacedChunks = 300
+
     @Option(parsing: .upToNextOption, help: "Sizes of the stored transcript (entries) at which the first frame is measured.")
     var transcriptEntries = [10_000, 100_000, 1_000_000]
 
@@ -49,7 +52,7 @@ struct Measure: AsyncParsableCommand {
     func run() async throws {
         let bench = Bench(
             settings: .init(
-                roundTrips: roundTrips, busMessages: busMessages, probeMessages: probeMessages, chunks: chunks,
+                roundTrips: roundTrips, busMessages: busMessages, probeMessages: probeMessages, chunks: chunks, pacedChunks: pacedChunks,
                 transcriptEntries: transcriptEntries, frontEnds: frontEnds, idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
         let table = try await bench.run()
         print(table.markdown)

@@ -10,7 +10,7 @@ import TetherTesting
         let bench = try ChildProcess(
             Programs.path("tether-bench"),
             [
-                "--round-trips", "20", "--bus-messages", "2000", "--probe-messages", "50", "--chunks", "300", "--transcript-entries", "100", "1000",
+                "--round-trips", "20", "--bus-messages", "2000", "--probe-messages", "50", "--chunks", "300", "--paced-chunks", "40", "--transcript-entries", "100", "1000",
                 "--front-ends", "1", "3", "--idle-seconds", "2", "--reply-bytes", "1000", "20000",
             ],
             outputDirectory: run.path, name: "bench")
@@ -21,7 +21,8 @@ import TetherTesting
         let measurements = rows.map { $0.split(separator: "|", omittingEmptySubsequences: false)[1].trimmingCharacters(in: .whitespaces) }
         for expected in [
             "bus: publisher to subscriber", "bus: messages per second", "bus: instructions per message", "chat round trip: send",
-            "chat round trip, where the time goes", "chat round trip with front ends attached", "streamed chunks", "reconnect after a gateway restart",
+            "chat round trip, where the time goes", "chat round trip with front ends attached", "streamed chunks, gateway",
+            "streamed chunks at the development bot's pace", "reconnect after a gateway restart",
             "reconnect after the link comes back", "first frame", "`tether status`", "idle 2 s: netmon", "idle 2 s: protod", "idle 2 s: connd",
             "idle: the whole set's proportional memory", "a streamed reply's conv.stream bytes",
         ] {
