@@ -48,7 +48,7 @@ extension Bus {
     public func reply(to command: IncomingCommand, with reply: some Encodable) throws(BusError) {
         let body: Data
         do {
-            body = try BusSchema.makeEncoder().encode(reply)
+            body = try BusSchema.encoder.encode(reply)
         } catch {
             throw .encoding("cannot encode \(type(of: reply)): \(error)")
         }

@@ -201,7 +201,7 @@ public final class BusClient: Sendable {
             throw .remote(endpoint: Command.endpoint, error: error)
         }
         do {
-            return try BusSchema.makeDecoder().decode(Command.Reply.self, from: Data(reply[2]))
+            return try BusSchema.decoder.decode(Command.Reply.self, from: Data(reply[2]))
         } catch {
             throw .encoding("reply from \(Command.endpoint) is not a \(Command.Reply.self): \(error)")
         }
@@ -289,6 +289,6 @@ enum BusOperation: Sendable {
 extension CommandErrorReply {
     /// The JSON body of an `error` reply.
     package static func encoded(_ error: CommandErrorReply) -> Data {
-        (try? BusSchema.makeEncoder().encode(error)) ?? Data(#"{"code":"failed","message":"unencodable error"}"#.utf8)
+        (try? BusSchema.encoder.encode(error)) ?? Data(#"{"code":"failed","message":"unencodable error"}"#.utf8)
     }
 }

@@ -15,7 +15,7 @@ extension BusHeader {
             source.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(DirectJSON.isPlain) }) ?? source.utf8.allSatisfy(DirectJSON.isPlain)
         else {
             // Sources that need escaping and dates outside 1970-9999: as the encoder writes them.
-            return (try? Array(BusSchema.makeEncoder().encode(self))) ?? []
+            return (try? Array(BusSchema.encoder.encode(self))) ?? []
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(112 + source.utf8.count)
@@ -42,7 +42,7 @@ extension BusHeader {
         if let header = bytes.withUnsafeBufferPointer(BusHeaderJSON.parse) {
             self = header
         } else {
-            self = try BusSchema.makeDecoder().decode(BusHeader.self, from: Data(bytes))
+            self = try BusSchema.decoder.decode(BusHeader.self, from: Data(bytes))
         }
     }
 }

@@ -35,14 +35,14 @@ public struct CommandDispatcher: Sendable {
         handlers[Command.method] = { body in
             let request: Command.Request
             do {
-                request = try BusSchema.makeDecoder().decode(Command.Request.self, from: body)
+                request = try BusSchema.decoder.decode(Command.Request.self, from: body)
             } catch {
                 throw CommandErrorReply(.malformed, "the body is not a '\(Command.method)' request: \(Self.words(error))")
             }
             if let bounded = request as? any BoundedRequest, let words = bounded.outOfBounds {
                 throw CommandErrorReply(.outOfBounds, words)
             }
-            return try BusSchema.makeEncoder().encode(try await handler(request))
+            return try BusSchema.encoder.encode(try await handler(request))
         }
     }
 

@@ -147,8 +147,9 @@ struct Bench {
                     target: "≤ 2× raw", met: nil))
             return
         }
-        let tether = try instructionsPerMessage(valgrind: valgrind, run: run, raw: false)
-        let raw = try instructionsPerMessage(valgrind: valgrind, run: run, raw: true)
+        let probe = try Self.withoutDebugInformation(FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), in: run)
+        let tether = try instructionsPerMessage(valgrind: valgrind, probe: probe, run: run, raw: false)
+        let raw = try instructionsPerMessage(valgrind: valgrind, probe: probe, run: run, raw: true)
         table.add(
             BenchRow(
                 measurement: measurement, tether: "\(formatCount(tether)) instructions (\(String(format: "%.1f", tether / raw))× raw)",
@@ -157,9 +158,8 @@ struct Bench {
 
     /// The bus probe (`tether-bench bus-probe`) under callgrind with n and 2n messages: the
     /// difference over n, so what starting and stopping cost cancels out.
-    private func instructionsPerMessage(valgrind: String, run: TestRunDirectory, raw: Bool) throws -> Double {
+    private func instructionsPerMessage(valgrind: String, probe bench: String, run: TestRunDirectory, raw: Bool) throws -> Double {
         let messages = settings.probeMessages
-        let bench = try Self.withoutDebugInformation(FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), in: run)
         let counts = try [messages, 2 * messages].map { count in
             let probe = try ChildProcess(
                 valgrind,

@@ -57,7 +57,7 @@ public final class ConversationJournal: Sendable {
     /// caller (protod's actor) publishes in revision order only if no other change can be
     /// journaled between this one and its publication.
     public func record<Body: ConversationChangeBody>(_ body: Body) throws -> Body {
-        let encoder = BusSchema.makeEncoder()
+        let encoder = BusSchema.encoder
         var body = body
         try database.write { db in
             let revision = (try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(revision), 0) + 1 FROM change")) ?? 1
@@ -74,7 +74,7 @@ public final class ConversationJournal: Sendable {
     /// The newest `limit` transcript entries journaled, oldest first, each as last changed
     /// (delivery updates folded in): what protod knows the transcript holds when it starts.
     public func recentEntries(limit: Int) throws -> [TranscriptEntry] {
-        let decoder = BusSchema.makeDecoder()
+        let decoder = BusSchema.decoder
         let bodies = try database.read { db in
             try Data.fetchAll(db, sql: "SELECT body FROM change ORDER BY revision DESC LIMIT ?", arguments: [max(0, limit) * 2])
         }
@@ -98,7 +98,7 @@ public final class ConversationJournal: Sendable {
 
     /// The changes after `revision`, oldest first, at most `limit`.
     public func changes(after revision: Int, limit: Int) throws -> JournalCommand.Reply {
-        let decoder = BusSchema.makeDecoder()
+        let decoder = BusSchema.decoder
         return try database.read { db in
             let bodies = try Data.fetchAll(
                 db, sql: "SELECT body FROM change WHERE revision > ? ORDER BY revision LIMIT ?",

@@ -151,7 +151,7 @@ public struct TranscriptStore: Sendable {
         try await database.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return nil }
             let kept = try known ?? Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
-                try BusSchema.makeDecoder().decode(StreamProgress.self, from: $0)
+                try BusSchema.decoder.decode(StreamProgress.self, from: $0)
             }
             guard let followed = progress.following(kept) else { return nil }
             try db.execute(
@@ -159,7 +159,7 @@ public struct TranscriptStore: Sendable {
                     INSERT INTO stream (id, chunkIndex, progress) VALUES (?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET chunkIndex = excluded.chunkIndex, progress = excluded.progress
                     """,
-                arguments: [progress.id.value, followed.chunkIndex, try BusSchema.makeEncoder().encode(followed)])
+                arguments: [progress.id.value, followed.chunkIndex, try BusSchema.encoder.encode(followed)])
             return followed
         }
     }
@@ -167,7 +167,7 @@ public struct TranscriptStore: Sendable {
     /// Replies still streaming, in the order they started.
     public func streams() async throws -> [StreamProgress] {
         let bodies = try await database.read { db in try Data.fetchAll(db, sql: "SELECT progress FROM stream ORDER BY position") }
-        let decoder = BusSchema.makeDecoder()
+        let decoder = BusSchema.decoder
         return try bodies.map { try decoder.decode(StreamProgress.self, from: $0) }
     }
 
@@ -338,7 +338,7 @@ public struct TranscriptStore: Sendable {
 
     /// Keeps a front end's display snapshot, replacing the one it saved before.
     public func save(_ display: DisplaySnapshot) async throws {
-        let body = try BusSchema.makeEncoder().encode(display)
+        let body = try BusSchema.encoder.encode(display)
         try await database.write { db in
             try db.execute(
                 sql: "INSERT INTO display (frontEnd, snapshot) VALUES (?, ?) ON CONFLICT(frontEnd) DO UPDATE SET snapshot = excluded.snapshot",
@@ -349,12 +349,12 @@ public struct TranscriptStore: Sendable {
     /// The display snapshot `frontEnd` saved last; nil if it never did.
     public func display(for frontEnd: String) async throws -> DisplaySnapshot? {
         let body = try await database.read { db in try Data.fetchOne(db, sql: "SELECT snapshot FROM display WHERE frontEnd = ?", arguments: [frontEnd]) }
-        return try body.map { try BusSchema.makeDecoder().decode(DisplaySnapshot.self, from: $0) }
+        return try body.map { try BusSchema.decoder.decode(DisplaySnapshot.self, from: $0) }
     }
 
     /// Keeps the connection identity; false when it is the one already kept.
     public func save(_ identity: ConnectionIdentity) async throws -> Bool {
-        let body = try BusSchema.makeEncoder().encode(identity)
+        let body = try BusSchema.encoder.encode(identity)
         return try await database.write { db in
             guard try Self.state("identity", in: db) != body else { return false }
             try Self.setState("identity", to: body, in: db)
@@ -365,7 +365,7 @@ public struct TranscriptStore: Sendable {
     /// The connection identity kept last.
     public func identity() async throws -> ConnectionIdentity? {
         let body = try await database.read { db in try Self.state("identity", in: db) }
-        return try body.map { try BusSchema.makeDecoder().decode(ConnectionIdentity.self, from: $0) }
+        return try body.map { try BusSchema.decoder.decode(ConnectionIdentity.self, from: $0) }
     }
 
     // MARK: Single values

@@ -20,13 +20,13 @@ public struct RecordedMessage: Sendable, Equatable {
 
     /// The bus frames that publish this message again.
     public var frames: [[UInt8]] {
-        [Array(topic.utf8), Array((try? BusSchema.makeEncoder().encode(header)) ?? Data("{}".utf8)), Array(body)]
+        [Array(topic.utf8), header.jsonBytes(), Array(body)]
     }
 
     /// The recording line of a message. A body that is not JSON is kept as a string, so the
     /// line stays JSON.
     static func line(at offset: TimeInterval, topic: String, header: BusHeader, body: Data) -> String {
-        let headerJSON = (try? BusSchema.makeEncoder().encode(header)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        let headerJSON = String(decoding: header.jsonBytes(), as: UTF8.self)
         let bodyIsJSON = (try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])) != nil
         let bodyJSON = bodyIsJSON ? String(decoding: body, as: UTF8.self) : quoted(String(decoding: body, as: UTF8.self))
         let at = String(format: "%.6f", offset)
@@ -51,7 +51,7 @@ public struct RecordedMessage: Sendable, Equatable {
         let header: BusHeader
         do {
             let headerData = try JSONSerialization.data(withJSONObject: headerObject)
-            header = try BusSchema.makeDecoder().decode(BusHeader.self, from: headerData)
+            header = try BusHeader(jsonBytes: Array(headerData))
         } catch {
             throw RecordingError("line \(lineNumber): the header is not a bus header: \(error)")
         }
