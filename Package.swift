@@ -214,9 +214,8 @@ let package = Package(
         + program(
             "tether-compose", library: "ComposeSupervisor", folder: "Compose",
             dependencies: [
-                "CLinux", "TetherBus", "TetherSchema", "TetherService", .logging, .systemPackage,
+                "CLinux", "TetherBus", "TetherSchema", "TetherService", .logging,
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         )
         + [

@@ -8,6 +8,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 
 /// posix_spawn's flag that starts the child in a new session. glibc defines
 /// POSIX_SPAWN_SETSID only under _GNU_SOURCE, which would make this module's view of the
@@ -30,6 +31,12 @@ static inline int tether_posix_spawn_close_from(posix_spawn_file_actions_t *acti
 /// system call is made directly.
 static inline int tether_pidfd_open(int pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/// Names the calling thread (at most 15 bytes are kept) as `ps -T` shows it.
+/// pthread_setname_np is declared only under _GNU_SOURCE, for the same reason as above.
+static inline int tether_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
 }
 
 /// The rtnetlink multicast groups that report links, addresses and routes (IPv4 and IPv6).

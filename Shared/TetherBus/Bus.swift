@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import TetherSchema
 
 /// What a program uses of the bus: publish, retain, subscribe, watch a topic's

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+public import FoundationEssentials
 public import Logging
 import Synchronization
 public import TetherSchema
@@ -51,11 +51,9 @@ public final class BusClient: Sendable {
         self.counters = counters
         let configuration = BusEventLoop.Configuration(
             source: source, busIn: busIn, busOut: busOut, busLocation: remote?.busIn ?? runDirectory.path, remote: remote, logger: logger)
-        let thread = Thread {
+        startDetachedThread(name: "tether-bus-client") {
             BusEventLoop(configuration: configuration, mailbox: mailbox, counters: counters).run()
         }
-        thread.name = "tether-bus-client"
-        thread.start()
     }
 
     /// A snapshot of the traffic counters, with the bodies this process could not decode.

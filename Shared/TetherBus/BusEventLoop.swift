@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CZeroMQ
-import Foundation
+import FoundationEssentials
 import Logging
 import Synchronization
 import TetherSchema

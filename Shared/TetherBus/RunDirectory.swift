@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+public import FoundationEssentials
 
 /// The private directory where the bus endpoints, locks and program state live.
 ///
@@ -88,7 +88,7 @@ public final class LockFile: Sendable {
             throw .system(call: "open \(path)", errno: errno, message: String(cString: strerror(errno)))
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.split(whereSeparator: \.isWhitespace).joined(separator: " ")
             close(fd)
             throw .alreadyRunning(name: name, holder: holder?.isEmpty == false ? holder : nil)
         }

@@ -1,5 +1,5 @@
 import CZeroMQ
-import Foundation
+import FoundationEssentials
 
 /// A libzmq context.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TetherWire
 
 // Every bus message carries a header, so it is written and read here directly instead of

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Facts about the bus message format every program shares.
 public enum BusSchema {

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import TetherWire
 
 /// A command a program accepts over its request endpoint, with its request and reply bodies.

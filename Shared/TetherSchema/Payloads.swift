@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import TetherWire
 
 /// The kind of network interface a path goes through.

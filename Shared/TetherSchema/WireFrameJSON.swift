@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TetherWire
 
 /// A bus body with its own JSON writer and reader, for the bodies on the bus's hot paths: it

@@ -1,7 +1,7 @@
 public import TetherBus
 public import TetherSchema
 public import Logging
-import Foundation
+import FoundationEssentials
 
 /// An error a command handler returns to its caller, in words.
 public struct CommandError: Error, CustomStringConvertible, Sendable {

@@ -1,7 +1,7 @@
 public import ServiceLifecycle
 public import TetherBus
 import TetherSchema
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Publishes the program's ``Heartbeat``, retained (so `tether status` and the tap have it

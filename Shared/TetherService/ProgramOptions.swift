@@ -1,7 +1,7 @@
 public import ArgumentParser
 public import Logging
 public import TetherBus
-import Foundation
+import FoundationEssentials
 
 /// Options every Tether program takes.
 public struct ProgramOptions: ParsableArguments, Sendable {

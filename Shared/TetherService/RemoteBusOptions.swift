@@ -1,6 +1,6 @@
 public import ArgumentParser
 public import Logging
-public import Foundation
+public import FoundationEssentials
 public import TetherBus
 
 /// CURVE key files: the secret key on the first line, mode 0600.

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
+import TetherBus
 
 /// An error reading a secret.
 public struct SecretFileError: Error, CustomStringConvertible, Sendable {
@@ -32,11 +33,11 @@ public enum SecretFile {
         }
         let contents: String
         do {
-            contents = try String(contentsOfFile: path, encoding: .utf8)
+            contents = try TextFile.read(path)
         } catch {
-            throw SecretFileError(description: "cannot read \(kind) \(path): \(error.localizedDescription)")
+            throw SecretFileError(description: "cannot read \(kind) \(path): \(error)")
         }
-        let token = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+        let token = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingWhitespace() ?? ""
         guard !token.isEmpty else {
             throw SecretFileError(description: "\(kind) \(path) is empty")
         }
@@ -52,7 +53,10 @@ public enum SecretFile {
 
     /// A new random token: 32 random bytes as 64 hexadecimal digits.
     public static func newToken() -> String {
-        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        (0..<32).map { _ in
+            let byte = UInt8.random(in: 0...255)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
     }
 
     /// Writes `secret` to `path` with mode 0600, replacing the file atomically.

@@ -2,7 +2,8 @@
 import Glibc
 #endif
 import CLinux
-import Foundation
+import FoundationEssentials
+import TetherBus
 public import Logging
 public import ServiceLifecycle
 
@@ -71,14 +72,12 @@ public struct SupervisorWatch: Service {
     /// (false), from a thread that waits for nothing else (it ends with the process if that
     /// comes first).
     private static func onReadable(_ descriptor: Int32, _ action: @escaping @Sendable (Bool) -> Void) {
-        let waiter = Thread {
+        startDetachedThread(name: "supervisor-watch") {
             var item = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             var result: Int32
             repeat { result = poll(&item, 1, -1) } while result < 0 && errno == EINTR
             close(descriptor)
             action(result > 0)
         }
-        waiter.name = "supervisor-watch"
-        waiter.start()
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Columns of text, each as wide as its widest cell, for tables people read in a terminal.
 public struct TextTable: Sendable {

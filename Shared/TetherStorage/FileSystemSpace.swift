@@ -1,4 +1,5 @@
 import Foundation
+import TetherBus
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,8 @@ public struct FileSystemSpace: Sendable, Equatable {
 
     /// The deepest mount point that holds `path`, from /proc/self/mountinfo.
     private static func mountEntry(holding path: String) -> (point: String, type: String)? {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        // Read to its end: Foundation stops at the first short read, which for this file is its first page of lines.
+        guard let table = try? TextFile.read("/proc/self/mountinfo") else { return nil }
         var best: (point: String, type: String)?
         for line in table.split(separator: "\n") {
             // id parent major:minor root mount-point options [optional…] - type source super-options

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Pieces shared by Tether's direct JSON readers and writers (the bus header, the wire frame
 /// body, the streamed chunk): what they write is byte for byte what the JSONEncoder they

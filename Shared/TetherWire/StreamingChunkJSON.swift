@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // A streamed reply arrives as one `streaming.chunk` frame per piece, often a word: through
 // JSONDecoder, reading one cost some 100,000 instructions, most of tether-protod's work for

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// An error reading or writing a wire message.
 public struct WireCodecError: Error, CustomStringConvertible, Sendable {

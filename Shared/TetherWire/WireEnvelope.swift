@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The message types Tether knows, by their name on the wire.
 public enum WireMessageType: String, Codable, Sendable, CaseIterable {

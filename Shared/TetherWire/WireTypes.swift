@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The identifier of a chat message: `{"value": "msg-1"}` on the wire.
 public struct MessageID: Hashable, Codable, Sendable, CustomStringConvertible {

@@ -137,9 +137,12 @@ import TetherTesting
                 command: [/bin/sleep, "600"]
                 ready: none
             """.write(toFile: file, atomically: true, encoding: .utf8)
+        // An environment of 64 KB, as a desktop session's can be long: the supervisor's mark
+        // in the sleeper's environment is found wherever it lies, not only in the first 4 KB.
+        let padding = Dictionary(uniqueKeysWithValues: (0..<16).map { ("TETHER_TEST_PADDING_\($0)", String(repeating: "x", count: 4096)) })
         let first = try ChildProcess(
             Programs.path("tether-compose"), ["up", "--detach", "--file", file, "--run-dir", set.run.path, "--bin-dir", Programs.directory],
-            outputDirectory: set.run.path, name: "up-sleeper")
+            environment: padding, outputDirectory: set.run.path, name: "up-sleeper")
         #expect(try first.waitForExit(timeout: .seconds(30)) == 0, "\(first.standardError)")
         let sleepy = try #require(set.state())
         let sleeper = try #require(sleepy.programs.first?.pid)

@@ -1,4 +1,5 @@
 import Foundation
+import TetherBus
 
 /// The TCP sockets a process holds, by state, read from /proc: its descriptors give the
 /// sockets' inodes, /proc/net/tcp and tcp6 their states.
@@ -27,7 +28,8 @@ public enum SocketStates {
         }
         var sockets: [(state: String, localPort: Int, remotePort: Int)] = []
         for table in ["/proc/\(pid)/net/tcp", "/proc/\(pid)/net/tcp6"] {
-            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            // Read to its end: Foundation stops at the first short read, which for this file is its first page of lines (about 25 sockets).
+            let text = (try? TextFile.read(table)) ?? ""
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count > 9, inodes.contains(String(fields[9])) else { continue }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TetherBus
 
 /// The public keys of the programs allowed on a `tcp://` bus: a file with one key a line,
@@ -11,14 +11,14 @@ public struct AllowedKeys: Sendable, Equatable {
     /// The keys of `text`; a line that does not start with a key is an error naming the line.
     public init(parsing text: String, source: String) throws {
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingWhitespace()
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
             let fields = trimmed.split(separator: " ", maxSplits: 1)
             let key = String(fields[0])
             guard CurveKey.isValid(key) else {
                 throw AllowedKeysError(description: "\(source):\(index + 1): '\(key)' is not a CURVE public key (40 Z85 characters)")
             }
-            names[key] = fields.count > 1 ? fields[1].trimmingCharacters(in: .whitespaces) : ""
+            names[key] = fields.count > 1 ? fields[1].trimmingWhitespace() : ""
         }
     }
 
@@ -26,9 +26,9 @@ public struct AllowedKeys: Sendable, Equatable {
     public static func load(_ path: String) throws -> AllowedKeys {
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            text = try TextFile.read(path)
         } catch {
-            throw AllowedKeysError(description: "cannot read the allow-list \(path): \(error.localizedDescription)")
+            throw AllowedKeysError(description: "cannot read the allow-list \(path): \(error)")
         }
         return try AllowedKeys(parsing: text, source: path)
     }

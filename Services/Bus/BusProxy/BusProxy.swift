@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CZeroMQ
-import Foundation
+import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
 public import TetherBus
@@ -132,12 +135,10 @@ final class ProxyThread: Sendable {
         let logger = self.logger
         let finished = self.finished.continuation
         let bound: Result<Void, any Error> = await withCheckedContinuation { ready in
-            let thread = Thread {
+            startDetachedThread(name: "tether-bus-proxy") {
                 Self.runProxy(endpoints: endpoints, logger: logger, ready: ready)
                 finished.finish()
             }
-            thread.name = "tether-bus-proxy"
-            thread.start()
         }
         try bound.get()
     }

@@ -1,5 +1,5 @@
 import CZeroMQ
-import Foundation
+import FoundationEssentials
 import Logging
 import TetherBus
 import TetherSchema
@@ -88,12 +88,10 @@ final class CommandRelay: Sendable {
         let (listen, secretKey, owners, control, logger) = (self.listen, self.secretKey, self.owners, self.control, self.logger)
         let finished = self.finished.continuation
         let bound: Result<Void, any Error> = await withCheckedContinuation { ready in
-            let thread = Thread {
+            startDetachedThread(name: "tether-bus-relay") {
                 Self.run(listen: listen, secretKey: secretKey, owners: owners, control: control, logger: logger, ready: ready)
                 finished.finish()
             }
-            thread.name = "tether-bus-relay"
-            thread.start()
         }
         try bound.get()
     }

@@ -1,5 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CZeroMQ
-import Foundation
+import FoundationEssentials
 import Logging
 import TetherBus
 
@@ -26,12 +29,10 @@ final class ZAPHandler: Sendable {
     func start() async throws {
         let finished = self.finished.continuation
         let bound: Result<Void, BusError> = await withCheckedContinuation { ready in
-            let thread = Thread { [self] in
+            startDetachedThread(name: "tether-bus-zap") { [self] in
                 run(ready: ready)
                 finished.finish()
             }
-            thread.name = "tether-bus-zap"
-            thread.start()
         }
         try bound.get()
     }

@@ -1,6 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
 import BusProxy
-import Foundation
+import FoundationEssentials
 import Logging
 import TetherBus
 import TetherService
@@ -97,7 +100,7 @@ struct Key: ParsableCommand {
 
     func run() throws {
         let (keys, created) = try CurveKeyFile.readOrCreate(file)
-        if created { FileHandle.standardError.write(Data("tether-bus: made a new key pair in \(file)\n".utf8)) }
+        if created { _ = Array("tether-bus: made a new key pair in \(file)\n".utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) } }
         print(keys.publicKey)
     }
 }

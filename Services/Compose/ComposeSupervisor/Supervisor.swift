@@ -3,8 +3,6 @@ import Glibc
 #endif
 import Foundation
 public import Logging
-import Subprocess
-import SystemPackage
 public import TetherBus
 import TetherSchema
 import TetherService
@@ -189,8 +187,6 @@ public actor Supervisor {
 
     // MARK: Supervising one program
 
-    // MARK: Supervising one program
-
     private func supervise(_ program: ProgramSpec) async {
         var delay = Duration.milliseconds(500)
         var budget = program.restartLimit
@@ -200,7 +196,7 @@ public actor Supervisor {
         while !shuttingDown {
             let started = clock.now
             let status = await run(program)
-            let description = status.map(Self.describe) ?? "could not be started"
+            let description = status?.description ?? "could not be started"
             update(program.name) {
                 $0.phase = .exited
                 $0.pid = nil
@@ -239,7 +235,7 @@ public actor Supervisor {
     }
 
     /// Runs the program once; its exit status, or nil when it could not be started.
-    private func run(_ program: ProgramSpec) async -> TerminationStatus? {
+    private func run(_ program: ProgramSpec) async -> ExitStatus? {
         let command: [String]
         do {
             command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
@@ -248,63 +244,52 @@ public actor Supervisor {
             return nil
         }
         let executable = Self.locate(command[0], binaryDirectory: options.binaryDirectory)
-        let (stopStream, stopContinuation) = AsyncStream<Void>.makeStream()
-        stopRequests[program.name] = stopContinuation
         update(program.name) {
             $0.phase = .starting
             $0.startedAt = Date()
         }
-        var platformOptions = PlatformOptions()
-        // Its own process group: a terminal's Ctrl-C reaches the supervisor only, which stops the set in order.
-        platformOptions.processGroupID = 0
-        let logPath = paths.log(program.name)
+        var environment = ProcessInfo.processInfo.environment
+        environment["TETHER_RUN"] = options.runDirectory.path
+        environment[SupervisorWatch.environmentVariable] = "\(getpid())"
+        let process: ProgramProcess
+        do {
+            process = try ProgramProcess(executable: executable, arguments: Array(command.dropFirst()), environment: environment)
+        } catch {
+            log("\(program.name): \(error)")
+            return nil
+        }
+        let (stopStream, stopContinuation) = AsyncStream<Void>.makeStream()
+        stopRequests[program.name] = stopContinuation
+        started(program, pid: process.pid)
+        let logFile = LogFile(path: paths.log(program.name))
         let output = self.output
         let attached = options.attached
         let deadline = options.stopDeadline
-        let environment = Environment.inherit.updating([
-            "TETHER_RUN": options.runDirectory.path, Environment.Key(stringLiteral: SupervisorWatch.environmentVariable): "\(getpid())",
-        ])
-        do {
-            let result = try await Subprocess.run(
-                .path(FilePath(executable)),
-                arguments: Arguments(Array(command.dropFirst())),
-                environment: environment,
-                platformOptions: platformOptions,
-                input: .none,
-                output: .sequence,
-                error: .combinedWithOutput
-            ) { execution in
-                let pid = execution.processIdentifier.value
-                self.started(program, pid: pid)
-                let log = LogFile(path: logPath)
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        for await _ in stopStream {
-                            try? execution.send(signal: .terminate, toProcessGroup: true)
-                            try? await Task.sleep(for: deadline)
-                            try? execution.send(signal: .kill, toProcessGroup: true)
-                            return
-                        }
-                    }
-                    group.addTask { await self.awaitReadiness(program, pid: pid) }
-                    do {
-                        for try await line in execution.standardOutput.strings() {
-                            log.write(line)
-                            if attached { output.write(program.name, line) }
-                        }
-                    } catch {
-                        log.write("[tether-compose] output of \(program.name) unreadable: \(error)")
-                    }
-                    group.cancelAll()
+        let status = await withTaskGroup(of: Void.self) { group -> ExitStatus in
+            group.addTask {
+                for await _ in stopStream {
+                    process.signalGroup(SIGTERM)
+                    try? await Task.sleep(for: deadline)
+                    process.signalGroup(SIGKILL)
+                    return
                 }
             }
-            stopRequests[program.name] = nil
-            return result.terminationStatus
-        } catch {
-            stopRequests[program.name] = nil
-            log("\(program.name): cannot start \(executable): \(error)")
-            return nil
+            group.addTask { await self.awaitReadiness(program, pid: process.pid) }
+            var status = ExitStatus.exited(-1)
+            for await event in process.events {
+                switch event {
+                case .line(let line):
+                    logFile.write(line)
+                    if attached { output.write(program.name, line) }
+                case .exited(let exit):
+                    status = exit
+                }
+            }
+            group.cancelAll()
+            return status
         }
+        stopRequests[program.name] = nil
+        return status
     }
 
     private func started(_ program: ProgramSpec, pid: Int32) {
@@ -415,13 +400,6 @@ public actor Supervisor {
 
     private func log(_ message: String) {
         output.write("compose", message)
-    }
-
-    static func describe(_ status: TerminationStatus) -> String {
-        switch status {
-        case .exited(let code): "exited with status \(code)"
-        case .signaled(let signal): "was killed by signal \(signal)\(signal == SIGKILL ? " (SIGKILL)" : "")"
-        }
     }
 }
 

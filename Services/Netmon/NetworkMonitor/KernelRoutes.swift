@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import TetherBus
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -69,8 +70,7 @@ public struct KernelRoutes: Sendable {
     }
 
     private func attribute(_ interface: String, _ name: String) -> String? {
-        (try? String(contentsOfFile: "\(sysRoot)/class/net/\(interface)/\(name)", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? TextFile.read("\(sysRoot)/class/net/\(interface)/\(name)"))?.trimmingWhitespace()
     }
 
     /// Up: the kernel says so (`operstate` up), or, for drivers that report `unknown`, the

@@ -2,7 +2,8 @@
 import Glibc
 #endif
 import CLinux
-import Foundation
+import FoundationEssentials
+import TetherBus
 import TetherService
 
 /// Tells when the kernel's links, addresses or routes change: an rtnetlink socket subscribed
@@ -40,7 +41,7 @@ final class RouteEvents: Sendable {
         stopSignal = wake
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         events = stream
-        let thread = Thread {
+        startDetachedThread(name: "tether-netmon-rtnetlink") {
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             var items = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)]
             reading: while true {
@@ -62,8 +63,6 @@ final class RouteEvents: Sendable {
             continuation.finish()
             close(fd)
         }
-        thread.name = "tether-netmon-rtnetlink"
-        thread.start()
     }
 
     /// Stops the reading thread, which closes the socket.

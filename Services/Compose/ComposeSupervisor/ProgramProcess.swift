@@ -1,0 +1,196 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CLinux
+import Foundation
+import Synchronization
+
+/// How a program's process ended.
+public enum ExitStatus: Sendable, Equatable {
+    case exited(Int32)
+    case signaled(Int32)
+
+    /// The status as `waitpid` reports it.
+    init(waitStatus raw: Int32) {
+        self = (raw & 0x7f) == 0 ? .exited((raw >> 8) & 0xff) : .signaled(raw & 0x7f)
+    }
+
+    /// In words, for the log and `ps`.
+    public var description: String {
+        switch self {
+        case .exited(let code): "exited with status \(code)"
+        case .signaled(let signal): "was killed by signal \(signal)\(signal == SIGKILL ? " (SIGKILL)" : "")"
+        }
+    }
+}
+
+/// One run of a program: started in a process group of its own (a terminal's Ctrl-C reaches
+/// the supervisor only, and a stop reaches whatever the program started), its standard
+/// output and error on one pipe, and a thread of its own that waits on that pipe and on the
+/// process's pidfd together. Nothing wakes while the program runs quietly: no ticker, no
+/// polling, one blocked thread per program.
+public final class ProgramProcess: Sendable {
+    /// What the waiting thread reports, in order: output lines, then the exit, last.
+    public enum Event: Sendable, Equatable {
+        case line(String)
+        case exited(ExitStatus)
+    }
+
+    /// The process, and its process group.
+    public let pid: Int32
+    /// The output lines and the exit; finishes after the exit.
+    public let events: AsyncStream<Event>
+    /// Set once the process is reaped: from then on its pid may name another process.
+    private let reaped = Atomic<Bool>(false)
+
+    /// A line longer than this is passed on in pieces: a program writing without newlines
+    /// must not make the supervisor hold its output without bound.
+    static let longestLine = 64 * 1024
+
+    /// Starts `executable` with `arguments` and exactly `environment`; its standard input is
+    /// /dev/null and it inherits no other descriptor of the supervisor's.
+    public init(executable: String, arguments: [String], environment: [String: String]) throws(ComposeError) {
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else { throw ComposeError("cannot make a pipe for \(executable): \(Self.errorText(errno))") }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        // Neither end goes to a program started later (each spawn also closes all but 0-2).
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        tether_posix_spawn_close_from(&actions, 3)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The supervisor traps SIGTERM and SIGINT (ignored, read from a signal source) and
+        // runs on threads with signals blocked: the program starts with neither.
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setpgroup(&attributes, 0)
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        close(writeEnd)
+        guard result == 0 else {
+            close(readEnd)
+            throw ComposeError("cannot start \(executable): \(Self.errorText(result))")
+        }
+        self.pid = pid
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        self.events = events
+        // Opened while the child is unreaped, so the pid cannot name another process yet.
+        let exitDescriptor = tether_pidfd_open(pid)
+        let waiter = Thread { self.follow(output: readEnd, exit: exitDescriptor, continuation: continuation) }
+        waiter.name = "program-\(pid)"
+        waiter.start()
+    }
+
+    /// Sends `signal` to the program's process group, unless the program was already reaped.
+    public func signalGroup(_ signal: Int32) {
+        guard !reaped.load(ordering: .acquiring) else { return }
+        kill(-pid, signal)
+    }
+
+    /// The waiting thread: passes on output lines until the process ends (its pidfd is
+    /// readable) or, on a kernel without pidfds, until the output closes; then what is left
+    /// of the output, then reaps it and reports its exit.
+    private func follow(output: Int32, exit: Int32, continuation: AsyncStream<Event>.Continuation) {
+        var lines = LineSplitter(longest: Self.longestLine)
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var outputOpen = true
+        func readOutput() -> Bool {
+            let count = buffer.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { return true }
+            guard count > 0 else { return false }
+            for line in lines.append(buffer[..<count]) { continuation.yield(.line(line)) }
+            return true
+        }
+        var watched = [pollfd(fd: output, events: Int16(POLLIN), revents: 0)]
+        if exit >= 0 { watched.append(pollfd(fd: exit, events: Int16(POLLIN), revents: 0)) }
+        waiting: while true {
+            if poll(&watched, nfds_t(watched.count), -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if outputOpen, watched[0].revents != 0 {
+                outputOpen = readOutput()
+                if !outputOpen {
+                    // Closed output: with a pidfd, the exit is still to come; without, this is the end.
+                    watched[0].fd = -1
+                    if exit < 0 { break waiting }
+                }
+            }
+            if exit >= 0, watched[1].revents != 0 { break waiting }
+        }
+        // The process has ended: what it wrote before is in the pipe. Whatever it left running
+        // in its group may keep the pipe open, so this reads only what is there now.
+        if outputOpen {
+            _ = fcntl(output, F_SETFL, fcntl(output, F_GETFL) | O_NONBLOCK)
+            while readOutput() {}
+        }
+        close(output)
+        if let last = lines.rest() { continuation.yield(.line(last)) }
+        var raw: Int32 = 0
+        var waited: pid_t
+        repeat { waited = waitpid(pid, &raw, 0) } while waited < 0 && errno == EINTR
+        reaped.store(true, ordering: .releasing)
+        if exit >= 0 { close(exit) }
+        continuation.yield(.exited(waited == pid ? ExitStatus(waitStatus: raw) : .exited(-1)))
+        continuation.finish()
+    }
+
+    private static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+/// Cuts a byte stream into lines (without their newline), passing on a line longer than
+/// `longest` in pieces; invalid UTF-8 is repaired rather than dropped.
+struct LineSplitter {
+    let longest: Int
+    private var pending: [UInt8] = []
+
+    init(longest: Int) {
+        self.longest = longest
+    }
+
+    /// The lines `bytes` completes.
+    mutating func append(_ bytes: some Collection<UInt8>) -> [String] {
+        var lines: [String] = []
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") {
+                lines.append(String(decoding: pending, as: UTF8.self))
+                pending.removeAll(keepingCapacity: true)
+            } else {
+                pending.append(byte)
+                if pending.count >= longest {
+                    lines.append(String(decoding: pending, as: UTF8.self))
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        return lines
+    }
+
+    /// What is left after the last newline, if anything: the end of output without one.
+    mutating func rest() -> String? {
+        defer { pending.removeAll() }
+        return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
+    }
+}
