@@ -13,7 +13,6 @@ extension Target.Dependency {
     static let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
     static let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
     static let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift")
-    static let systemPackage = Target.Dependency.product(name: "SystemPackage", package: "swift-system")
 }
 
 /// A program: a library target with its logic under `Services/<folder>/<library>`
@@ -74,7 +73,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
-        .package(url: "https://github.com/apple/swift-system.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.29.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
@@ -84,7 +82,6 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
     ],
     targets: [
         // MARK: Shared
@@ -113,7 +110,7 @@ let package = Package(
         // identity (Ed25519), chat.
         .target(
             name: "OpenClawWire",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["TetherWire", .product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/OpenClawWire",
             swiftSettings: swiftSettings
         ),
@@ -168,7 +165,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         )
         + program(
@@ -223,7 +219,7 @@ let package = Package(
 
             .target(
                 name: "TetherTesting",
-                dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherWire", .logging, .systemPackage],
+                dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherWire", .logging],
                 path: "Tests/TetherTesting",
                 swiftSettings: swiftSettings
             ),

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The params of `chat.send`.
 public struct ChatSendParams: Sendable, Hashable, Codable {

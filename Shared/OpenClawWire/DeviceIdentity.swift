@@ -1,5 +1,6 @@
 public import Crypto
-public import Foundation
+public import FoundationEssentials
+import TetherWire
 
 /// A device's Ed25519 key: who this installation is to an OpenClaw gateway.
 public struct DeviceIdentity: Sendable {
@@ -19,7 +20,7 @@ public struct DeviceIdentity: Sendable {
     public var publicKeyBase64URL: String { Base64URL.encode(publicKeyRaw) }
 
     public static func deviceID(ofPublicKey raw: Data) -> String {
-        SHA256.hash(data: raw).map { String(format: "%02x", $0) }.joined()
+        Array(SHA256.hash(data: raw)).lowercaseHex
     }
 
     /// Signs `payload` (UTF-8); the signature as base64url without padding.
@@ -85,7 +86,7 @@ public struct DeviceSignedPayload: Sendable, Hashable {
 
     /// As the gateway normalises them: trimmed, then A-Z lowercased (nothing else).
     private static func asciiLowercased(_ text: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmingWhitespace()
         return String(String.UnicodeScalarView(trimmed.unicodeScalars.map { ("A"..."Z").contains($0) ? Unicode.Scalar($0.value + 32)! : $0 }))
     }
 }
@@ -93,12 +94,11 @@ public struct DeviceSignedPayload: Sendable, Hashable {
 /// Base64url (RFC 4648 §5). Written without padding; read with or without it.
 public enum Base64URL {
     public static func encode(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        String(data.base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
     }
 
     public static func decode(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// An error as the gateway reports it (`ErrorShape`).
 public struct GatewayErrorShape: Sendable, Hashable, Codable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import TetherWire
 
 /// The `connect.challenge` event's payload: the nonce to sign, and the gateway's clock.
 public struct ConnectChallenge: Sendable, Hashable, Codable {
@@ -210,7 +211,7 @@ public enum OpenClawProtocol {
     /// The session key to send: the `main` alias (or nothing) becomes the gateway's main
     /// session key, as the official clients canonicalise it; any other key is sent as given.
     public static func canonicalSessionKey(_ requested: String?, mainSessionKey: String?) -> String {
-        let requested = requested?.trimmingCharacters(in: .whitespaces) ?? ""
+        let requested = requested?.trimmingWhitespace() ?? ""
         if requested.isEmpty || requested == mainSessionAlias { return mainSessionKey ?? "agent:main:main" }
         return requested
     }

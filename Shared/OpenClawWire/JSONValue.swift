@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Any JSON value: what the OpenClaw protocol leaves open (`params`, `payload`, `details`).
 public enum JSONValue: Sendable, Hashable, Codable {

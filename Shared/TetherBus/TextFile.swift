@@ -30,11 +30,3 @@ public enum TextFile {
         return String(decoding: contents, as: UTF8.self)
     }
 }
-
-extension StringProtocol {
-    /// The text without the white space (spaces, tabs, line breaks) at either end.
-    public func trimmingWhitespace() -> String {
-        guard let first = firstIndex(where: { !$0.isWhitespace }), let last = lastIndex(where: { !$0.isWhitespace }) else { return "" }
-        return String(self[first...last])
-    }
-}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import TetherWire
 import TetherBus
 
 /// An error reading a secret.
@@ -53,10 +54,7 @@ public enum SecretFile {
 
     /// A new random token: 32 random bytes as 64 hexadecimal digits.
     public static func newToken() -> String {
-        (0..<32).map { _ in
-            let byte = UInt8.random(in: 0...255)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        (0..<32).map { _ in UInt8.random(in: 0...255) }.lowercaseHex
     }
 
     /// Writes `secret` to `path` with mode 0600, replacing the file atomically.

@@ -4,16 +4,23 @@ import TetherSchema
 import TetherTesting
 import Testing
 
-/// The bus and the network monitor run on FoundationEssentials alone: the full Foundation,
-/// its ICU data and FoundationInternationalization (about 8 MB resident a program) are not
-/// loaded. One `import Foundation` in a module they link would bring them back.
+/// The bus, the network monitor and the connection manager run on FoundationEssentials
+/// alone: the full Foundation, its ICU data and FoundationInternationalization (about 8 MB
+/// resident a program) are not loaded. One `import Foundation` in a module they link would
+/// bring them back.
 @Suite struct FootprintTests {
-    @Test(arguments: ["tether-bus", "tether-netmon"])
+    @Test(arguments: ["tether-bus", "tether-netmon", "tether-connd"])
     func theSmallProgramsDoNotLoadTheFullFoundation(program: String) async throws {
         let run = try TestRunDirectory()
         let bus = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path)
         defer { bus.stop() }
-        let process = program == "tether-bus" ? bus : try ChildProcess(Programs.path(program), ["--run-dir", run.path], outputDirectory: run.path)
+        // connd runs trying to reach a gateway that is not there.
+        let arguments = program == "tether-connd" ? ["--url", "ws://127.0.0.1:9/ws"] : []
+        let process =
+            program == "tether-bus"
+            ? bus
+            : try ChildProcess(
+                Programs.path(program), ["--run-dir", run.path] + arguments, environment: ["TETHER_TOKEN": "footprint"], outputDirectory: run.path)
         defer { if process !== bus { process.stop() } }
         var libraries: [String] = []
         let loaded = await eventually {

@@ -5,23 +5,23 @@ import TetherSchema
 import TetherTesting
 
 @Suite struct CredentialSourceTests {
-    @Test func fileEnvironmentAndIdentity() throws {
+    @Test func fileEnvironmentAndIdentity() async throws {
         let run = try TestRunDirectory()
         let path = run.path + "/token"
         try SecretFileWriter.write("from-file", to: path)
-        #expect(try CredentialSource.file(path).read() == "from-file")
+        #expect(try await CredentialSource.file(path).read() == "from-file")
         let identity = CredentialSource.file(path).identity(url: "wss://alice@gateway.example/ws")
         #expect(identity.keyID == "file:\(path)")
         #expect(identity.user == "alice")
         #expect(identity.authMethod == "bearer-token")
-        #expect(throws: (any Error).self) { try CredentialSource.environment("TETHER_TEST_UNSET_VARIABLE").read() }
+        await #expect(throws: (any Error).self) { try await CredentialSource.environment("TETHER_TEST_UNSET_VARIABLE").read() }
         chmod(path, 0o640)
-        #expect(throws: (any Error).self) { try CredentialSource.file(path).read() }
+        await #expect(throws: (any Error).self) { try await CredentialSource.file(path).read() }
     }
 
     /// The secret service through `secret-tool`, here a stand-in script that answers like the
     /// real one: the secret on standard output, or exit 1 when none is stored.
-    @Test func secretService() throws {
+    @Test func secretService() async throws {
         let run = try TestRunDirectory()
         let tool = run.path + "/secret-tool"
         try """
@@ -30,9 +30,9 @@ import TetherTesting
             exit 1
             """.write(toFile: tool, atomically: true, encoding: .utf8)
         chmod(tool, 0o700)
-        #expect(try CredentialSource.secretService(url: "wss://gateway.example/ws", tool: tool).read() == "stored-token")
+        #expect(try await CredentialSource.secretService(url: "wss://gateway.example/ws", tool: tool).read() == "stored-token")
         do {
-            _ = try CredentialSource.secretService(url: "wss://other.example/ws", tool: tool).read()
+            _ = try await CredentialSource.secretService(url: "wss://other.example/ws", tool: tool).read()
             Issue.record("a missing secret was read")
         } catch {
             #expect("\(error)".contains("secret-tool store"))

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import ComposeSupervisor
+@testable import TetherService
 import Foundation
 import Testing
 
@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func aMissingExecutableIsAClearError() {
-        #expect(throws: ComposeError.self) {
+        #expect(throws: ProgramStartError.self) {
             try ProgramProcess(executable: "/nonexistent/tether-nothing", arguments: [], environment: [:])
         }
     }

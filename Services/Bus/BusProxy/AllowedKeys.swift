@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TetherWire
 import TetherBus
 
 /// The public keys of the programs allowed on a `tcp://` bus: a file with one key a line,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import Logging
 import NIOCore
 import NIOSSL
@@ -419,7 +419,7 @@ actor ConnectionDriver {
     private func runConnection(id: Int, attempt: Int) async {
         let token: String
         do {
-            token = try configuration.credential.read()
+            token = try await configuration.credential.read()
         } catch {
             attemptEnded(id: id, opened: false, problem: ConnectionProblem(.credentialUnavailable, "the token cannot be read: \(error)"), token: nil)
             return
@@ -702,10 +702,10 @@ actor ConnectionDriver {
         for await _ in AsyncTimerSequence.repeating(every: .seconds(1)) {
             switch machine.state {
             case .failed(.credentialRejected):
-                guard let token = try? configuration.credential.read(), token != rejectedToken else { continue }
+                guard let token = try? await configuration.credential.read(), token != rejectedToken else { continue }
                 logger.info("the credential changed: connecting again")
             case .failed(.credentialUnavailable):
-                guard (try? configuration.credential.read()) != nil else { continue }
+                guard (try? await configuration.credential.read()) != nil else { continue }
                 logger.info("the credential can be read again: connecting")
             default:
                 continue

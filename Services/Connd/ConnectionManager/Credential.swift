@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 public import TetherSchema
 import TetherService
+import TetherWire
 
 /// Where connd's bearer token comes from. It is read again for every attempt, so a
 /// corrected token file takes effect without a restart; it is never published or logged.
@@ -14,7 +15,7 @@ public enum CredentialSource: Sendable, Equatable {
     case secretService(url: String, tool: String = "secret-tool")
 
     /// Reads the token.
-    public func read() throws -> String {
+    public func read() async throws -> String {
         switch self {
         case .file(let path):
             return try SecretFile.read(path)
@@ -24,7 +25,7 @@ public enum CredentialSource: Sendable, Equatable {
             }
             return value
         case .secretService(let url, let tool):
-            return try SecretService.lookup(tool: tool, attributes: ["service": "tether", "gateway": url])
+            return try await SecretService.lookup(tool: tool, attributes: ["service": "tether", "gateway": url])
         }
     }
 
@@ -42,22 +43,16 @@ public enum CredentialSource: Sendable, Equatable {
 
 /// The freedesktop secret service through its command-line client, `secret-tool`.
 enum SecretService {
-    static func lookup(tool: String, attributes: [String: String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool, "lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = Pipe()
+    static func lookup(tool: String, attributes: [String: String]) async throws -> String {
+        let arguments = [tool, "lookup"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+        let result: (status: ExitStatus, output: String)
         do {
-            try process.run()
+            result = try await ProgramProcess.output(of: "/usr/bin/env", arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw SecretFileError(description: "cannot run secret-tool to read the token from the secret service: \(error.localizedDescription)")
+            throw SecretFileError(description: "cannot run secret-tool to read the token from the secret service: \(error)")
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0, !token.isEmpty else {
+        let token = result.output.trimmingWhitespace()
+        guard result.status == .exited(0), !token.isEmpty else {
             throw SecretFileError(
                 description: "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store")
         }

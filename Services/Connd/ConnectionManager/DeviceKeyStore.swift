@@ -2,7 +2,8 @@
 import Glibc
 #endif
 import Crypto
-import Foundation
+import FoundationEssentials
+import TetherWire
 public import OpenClawWire
 import TetherService
 
@@ -21,7 +22,7 @@ public struct DeviceKeyStore: Sendable {
     public static var defaultDirectory: String {
         let environment = ProcessInfo.processInfo.environment
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/tether" }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         return home + "/.config/tether"
     }
 
@@ -29,7 +30,7 @@ public struct DeviceKeyStore: Sendable {
 
     /// The file holding the device token one gateway (by URL) issued.
     func deviceTokenPath(url: String) -> String {
-        let digest = SHA256.hash(data: Data(url.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Data(url.utf8)).prefix(8).lowercaseHex
         return directory + "/openclaw-\(digest).device-token"
     }
 
@@ -65,15 +66,18 @@ public struct DeviceKeyStore: Sendable {
     }
 
     private func makeDirectory() throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw SecretFileError(description: "\(directory) is not a directory") }
+        var info = stat()
+        if stat(directory, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw SecretFileError(description: "\(directory) is not a directory") }
             return
         }
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw SecretFileError(description: "cannot create \(directory) for the device key: \(error.localizedDescription)")
+        // Each missing folder on the way, as `mkdir -p -m 700` makes them.
+        var path = ""
+        for component in directory.split(separator: "/") {
+            path += "/" + component
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
+                throw SecretFileError(description: "cannot create \(path) for the device key: \(String(cString: strerror(errno)))")
+            }
         }
     }
 }

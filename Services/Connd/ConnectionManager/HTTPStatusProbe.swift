@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -11,7 +11,7 @@ import NIOSSL
 enum HTTPStatusProbe {
     static func status(url: String, token: String, tls: TLSConfiguration?, timeout: Duration = .seconds(5)) async throws -> Int {
         guard let components = URLComponents(string: url), let host = components.host else {
-            throw URLError(.badURL)
+            throw InvalidURL(url: url)
         }
         let secure = components.scheme == "wss" || components.scheme == "https"
         let port = components.port ?? (secure ? 443 : 80)
@@ -42,4 +42,10 @@ enum HTTPStatusProbe {
             throw ChannelError.eof
         }
     }
+}
+
+/// A gateway URL without a host: nothing to ask.
+struct InvalidURL: Error, CustomStringConvertible {
+    let url: String
+    var description: String { "\(url) is not a URL with a host" }
 }

@@ -1,7 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
 import Logging
 import TetherSchema
-import Subprocess
+import TetherService
 
 /// What suspends and resumes the connection besides commands: front ends coming and going,
 /// and the machine sleeping.
@@ -122,22 +125,28 @@ struct SleepWatcher: Sendable {
     func run(_ onChange: @escaping @Sendable (Bool) async -> Void) async {
         while !Task.isCancelled {
             do {
-                _ = try await Subprocess.run(
-                    .name("dbus-monitor"), arguments: Arguments(bus.monitorArguments), input: .none, output: .sequence, error: .discarded
-                ) { execution in
-                    logger.info("following logind's sleep signals", metadata: ["logind.bus": "\(bus)"])
-                    await withTaskCancellationHandler {
-                        var parser = SleepSignalParser()
-                        do {
-                            for try await line in execution.standardOutput.strings() {
-                                if let sleeping = parser.read(line) { await onChange(sleeping) }
-                            }
-                        } catch {
-                            logger.warning("cannot read dbus-monitor's output", metadata: ["logind.error": "\(error)"])
+                let monitor = try ProgramProcess(
+                    executable: "/usr/bin/env", arguments: ["dbus-monitor"] + bus.monitorArguments, environment: ProcessInfo.processInfo.environment,
+                    group: .starters, standardError: false)
+                logger.info("following logind's sleep signals", metadata: ["logind.bus": "\(bus)"])
+                let ended: ExitStatus? = await withTaskCancellationHandler {
+                    var parser = SleepSignalParser()
+                    for await event in monitor.events {
+                        switch event {
+                        case .line(let line):
+                            if let sleeping = parser.read(line) { await onChange(sleeping) }
+                        case .exited(let status):
+                            return status
                         }
-                    } onCancel: {
-                        try? execution.send(signal: .terminate)
                     }
+                    return nil
+                } onCancel: {
+                    monitor.signalGroup(SIGTERM)
+                }
+                if let ended, !Task.isCancelled {
+                    // 127: env found no dbus-monitor.
+                    let reason = ended == .exited(127) ? "dbus-monitor is not installed" : "dbus-monitor \(ended.description)"
+                    logger.warning("cannot follow logind's sleep signals: \(reason); trying again in 5 s")
                 }
             } catch {
                 logger.warning("cannot follow logind's sleep signals", metadata: ["logind.error": "\(error)"])

@@ -1,6 +1,6 @@
 import ArgumentParser
 import ConnectionManager
-import Foundation
+import FoundationEssentials
 import TetherSchema
 import TetherService
 
@@ -108,7 +108,7 @@ struct ConndCommand: AsyncParsableCommand {
         let credential: CredentialSource =
             if let tokenFile { .file(tokenFile) } else if secretService { .secretService(url: url) } else { .environment("TETHER_TOKEN") }
         // Refuse a credential that cannot be read now rather than start a set that cannot connect.
-        _ = try credential.read()
+        _ = try await credential.read()
         var policy = ReconnectPolicy.preset(named: preset) ?? .default
         if let backoffBase { policy.backoff.base = .milliseconds(Int(backoffBase * 1000)) }
         if let backoffCap { policy.backoff.cap = .milliseconds(Int(backoffCap * 1000)) }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TetherWire
 import TetherBus
 #if canImport(Glibc)
 import Glibc

@@ -2,8 +2,8 @@
 import Glibc
 #endif
 import CLinux
-import Foundation
 import Synchronization
+import TetherBus
 
 /// How a program's process ended.
 public enum ExitStatus: Sendable, Equatable {
@@ -24,12 +24,27 @@ public enum ExitStatus: Sendable, Equatable {
     }
 }
 
-/// One run of a program: started in a process group of its own (a terminal's Ctrl-C reaches
-/// the supervisor only, and a stop reaches whatever the program started), its standard
-/// output and error on one pipe, and a thread of its own that waits on that pipe and on the
-/// process's pidfd together. Nothing wakes while the program runs quietly: no ticker, no
-/// polling, one blocked thread per program.
+/// Why a program could not be started.
+public struct ProgramStartError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// One run of a program (a supervised Tether program, a helper such as dbus-monitor or
+/// secret-tool): its standard output, and its standard error or not, on one pipe, and a
+/// thread of its own that waits on that pipe and on the process's pidfd together. Nothing
+/// wakes while the program runs quietly: no ticker, no polling, one blocked thread per
+/// program. (swift-subprocess, used before, keeps a task per running process that wakes
+/// every second.)
 public final class ProgramProcess: Sendable {
+    /// Where the program runs.
+    public enum Group: Sendable {
+        /// A process group of its own: a terminal's Ctrl-C reaches the starter only, and a
+        /// stop (``signalGroup(_:)``) reaches whatever the program started.
+        case own
+        /// The starter's: whatever stops the starter's group stops it too.
+        case starters
+    }
+
     /// What the waiting thread reports, in order: output lines, then the exit, last.
     public enum Event: Sendable, Equatable {
         case line(String)
@@ -40,6 +55,7 @@ public final class ProgramProcess: Sendable {
     public let pid: Int32
     /// The output lines and the exit; finishes after the exit.
     public let events: AsyncStream<Event>
+    private let group: Group
     /// Set once the process is reaped: from then on its pid may name another process.
     private let reaped = Atomic<Bool>(false)
 
@@ -48,10 +64,14 @@ public final class ProgramProcess: Sendable {
     static let longestLine = 64 * 1024
 
     /// Starts `executable` with `arguments` and exactly `environment`; its standard input is
-    /// /dev/null and it inherits no other descriptor of the supervisor's.
-    public init(executable: String, arguments: [String], environment: [String: String]) throws(ComposeError) {
+    /// /dev/null and it inherits no other descriptor of the starter's.
+    /// - Parameters:
+    ///   - standardError: whether the program's standard error joins its output (else /dev/null).
+    public init(
+        executable: String, arguments: [String], environment: [String: String], group: Group = .own, standardError: Bool = true
+    ) throws(ProgramStartError) {
         var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else { throw ComposeError("cannot make a pipe for \(executable): \(Self.errorText(errno))") }
+        guard pipe(&pipeEnds) == 0 else { throw ProgramStartError(description: "cannot make a pipe for \(executable): \(Self.errorText(errno))") }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         // Neither end goes to a program started later (each spawn also closes all but 0-2).
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -61,22 +81,28 @@ public final class ProgramProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        if standardError {
+            posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         tether_posix_spawn_close_from(&actions, 3)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // The supervisor traps SIGTERM and SIGINT (ignored, read from a signal source) and
-        // runs on threads with signals blocked: the program starts with neither.
+        // Tether's programs trap SIGTERM and SIGINT (ignored, read from a signal source) and
+        // run on threads with signals blocked: the program starts with neither.
         var allSignals = sigset_t()
         sigfillset(&allSignals)
         var noSignals = sigset_t()
         sigemptyset(&noSignals)
         posix_spawnattr_setsigdefault(&attributes, &allSignals)
         posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        let groupFlag = group == .own ? POSIX_SPAWN_SETPGROUP : 0
+        posix_spawnattr_setflags(&attributes, Int16(groupFlag | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         posix_spawnattr_setpgroup(&attributes, 0)
+        self.group = group
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -89,22 +115,39 @@ public final class ProgramProcess: Sendable {
         close(writeEnd)
         guard result == 0 else {
             close(readEnd)
-            throw ComposeError("cannot start \(executable): \(Self.errorText(result))")
+            throw ProgramStartError(description: "cannot start \(executable): \(Self.errorText(result))")
         }
         self.pid = pid
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         self.events = events
         // Opened while the child is unreaped, so the pid cannot name another process yet.
         let exitDescriptor = tether_pidfd_open(pid)
-        let waiter = Thread { self.follow(output: readEnd, exit: exitDescriptor, continuation: continuation) }
-        waiter.name = "program-\(pid)"
-        waiter.start()
+        startDetachedThread(name: "program-\(pid)") { self.follow(output: readEnd, exit: exitDescriptor, continuation: continuation) }
     }
 
-    /// Sends `signal` to the program's process group, unless the program was already reaped.
+    /// Sends `signal` to the program (to its whole process group when it has its own),
+    /// unless the program was already reaped.
     public func signalGroup(_ signal: Int32) {
         guard !reaped.load(ordering: .acquiring) else { return }
-        kill(-pid, signal)
+        kill(group == .own ? -pid : pid, signal)
+    }
+
+    /// Runs the program to its end and returns its exit and its output: for a short helper
+    /// (secret-tool) whose caller waits for it in any case.
+    public static func output(
+        of executable: String, arguments: [String], environment: [String: String], standardError: Bool = false
+    ) async throws(ProgramStartError) -> (status: ExitStatus, output: String) {
+        let process = try ProgramProcess(
+            executable: executable, arguments: arguments, environment: environment, group: .starters, standardError: standardError)
+        var lines: [String] = []
+        var status = ExitStatus.exited(-1)
+        for await event in process.events {
+            switch event {
+            case .line(let line): lines.append(line)
+            case .exited(let exit): status = exit
+            }
+        }
+        return (status, lines.joined(separator: "\n"))
     }
 
     /// The waiting thread: passes on output lines until the process ends (its pidfd is
