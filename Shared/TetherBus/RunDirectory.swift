@@ -2,6 +2,7 @@
 import Glibc
 #endif
 public import FoundationEssentials
+import TetherWire
 
 /// The private directory where the bus endpoints, locks and program state live.
 ///
@@ -88,7 +89,7 @@ public final class LockFile: Sendable {
             throw .system(call: "open \(path)", errno: errno, message: String(cString: strerror(errno)))
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            let holder = (try? TextFile.read(path))?.trimmingWhitespace()
             close(fd)
             throw .alreadyRunning(name: name, holder: holder?.isEmpty == false ? holder : nil)
         }

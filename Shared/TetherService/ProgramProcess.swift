@@ -6,7 +6,7 @@ import Synchronization
 import TetherBus
 
 /// How a program's process ended.
-public enum ExitStatus: Sendable, Equatable {
+public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
 
@@ -70,6 +70,7 @@ public final class ProgramProcess: Sendable {
     public init(
         executable: String, arguments: [String], environment: [String: String], group: Group = .own, standardError: Bool = true
     ) throws(ProgramStartError) {
+        self.group = group
         var pipeEnds: [Int32] = [-1, -1]
         guard pipe(&pipeEnds) == 0 else { throw ProgramStartError(description: "cannot make a pipe for \(executable): \(Self.errorText(errno))") }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
@@ -102,7 +103,6 @@ public final class ProgramProcess: Sendable {
         let groupFlag = group == .own ? POSIX_SPAWN_SETPGROUP : 0
         posix_spawnattr_setflags(&attributes, Int16(groupFlag | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         posix_spawnattr_setpgroup(&attributes, 0)
-        self.group = group
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -133,21 +133,26 @@ public final class ProgramProcess: Sendable {
     }
 
     /// Runs the program to its end and returns its exit and its output: for a short helper
-    /// (secret-tool) whose caller waits for it in any case.
+    /// (secret-tool) whose caller waits for it in any case. A caller cancelled meanwhile
+    /// stops it (SIGTERM) rather than leave it running.
     public static func output(
         of executable: String, arguments: [String], environment: [String: String], standardError: Bool = false
     ) async throws(ProgramStartError) -> (status: ExitStatus, output: String) {
         let process = try ProgramProcess(
             executable: executable, arguments: arguments, environment: environment, group: .starters, standardError: standardError)
-        var lines: [String] = []
-        var status = ExitStatus.exited(-1)
-        for await event in process.events {
-            switch event {
-            case .line(let line): lines.append(line)
-            case .exited(let exit): status = exit
+        return await withTaskCancellationHandler {
+            var lines: [String] = []
+            var status = ExitStatus.exited(-1)
+            for await event in process.events {
+                switch event {
+                case .line(let line): lines.append(line)
+                case .exited(let exit): status = exit
+                }
             }
+            return (status, lines.joined(separator: "\n"))
+        } onCancel: {
+            process.signalGroup(SIGTERM)
         }
-        return (status, lines.joined(separator: "\n"))
     }
 
     /// The waiting thread: passes on output lines until the process ends (its pidfd is

@@ -126,7 +126,7 @@ public struct HistoryMerge: Sendable, Equatable {
     /// The id of an entry Tether did not send: the same for the same role, time and text.
     static func contentID(_ message: ChatTranscriptMessage) -> MessageID {
         let key = "\(message.role)|\(message.timestamp.map(String.init) ?? "-")|\(message.text)"
-        let digest = SHA256.hash(data: Data(key.utf8)).prefix(10).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Data(key.utf8)).prefix(10).lowercaseHex
         return MessageID("oc:" + digest)
     }
 }
