@@ -37,5 +37,12 @@ import TetherTesting
         } catch {
             #expect("\(error)".contains("secret-tool store"))
         }
+        do {
+            _ = try await CredentialSource.secretService(url: "wss://gateway.example/ws", tool: run.path + "/no-such-secret-tool").read()
+            Issue.record("a token was read through a tool that is not there")
+        } catch {
+            #expect("\(error)".contains("is not installed"), "\(error)")
+            #expect(!"\(error)".contains("has no token"))
+        }
     }
 }

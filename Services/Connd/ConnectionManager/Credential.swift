@@ -51,6 +51,10 @@ enum SecretService {
         } catch {
             throw SecretFileError(description: "cannot run secret-tool to read the token from the secret service: \(error)")
         }
+        // 127: env found no such program; saying the secret service has no token would be untrue.
+        guard result.status != .exited(127) else {
+            throw SecretFileError(description: "\(tool) is not installed (Debian's libsecret-tools has it): the token cannot be read from the secret service")
+        }
         let token = result.output.trimmingWhitespace()
         guard result.status == .exited(0), !token.isEmpty else {
             throw SecretFileError(
