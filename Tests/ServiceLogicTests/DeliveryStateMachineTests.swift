@@ -143,6 +143,31 @@ import TetherWire
         #expect(driver.log.contains(.persistSent(ids: ["a", "b"], epoch: 1, connection: "c1", at: Self.at(0))))
     }
 
+    @Test func theFrameGoesBeforeWhatIsJournaledAndTheDeliveredMarkBeforeItIsRecorded() {
+        var driver = Self.connected(resuming: true)
+        let accepted = driver.send("a")
+        guard case .write(let frame)? = accepted.first else {
+            Issue.record("the first action of a message accepted while connected is not its frame: \(accepted)")
+            return
+        }
+        #expect(frame.text.contains("\"a\""))
+        // What follows keeps its order: the entry, then queued, then sent, then the record of the write.
+        let said = accepted.compactMap { action -> String? in
+            switch action {
+            case .publishEntry: "entry"
+            case .publishDelivery(let update): update.status.rawValue
+            case .persistSent: "persistSent"
+            default: nil
+            }
+        }
+        #expect(said == ["entry", "queued", "sent", "persistSent"])
+
+        let acknowledged = driver.frame(Self.ack("a", sequence: 1))
+        let delivered = acknowledged.firstIndex(of: .publishDelivery(DeliveryUpdate(id: MessageID("a"), status: .delivered)))
+        let recorded = acknowledged.firstIndex(of: .persistDelivered(id: "a"))
+        #expect(delivered != nil && recorded != nil && delivered! < recorded!, "\(acknowledged)")
+    }
+
     @Test func aLateAcknowledgementProbesTheConnectionAndNeverWritesTwiceOnIt() {
         var driver = Self.connected(resuming: false)
         driver.send("a")

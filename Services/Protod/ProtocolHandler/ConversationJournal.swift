@@ -60,9 +60,10 @@ public final class ConversationJournal: Sendable {
         let encoder = BusSchema.encoder
         var body = body
         try database.write { db in
-            let revision = (try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(revision), 0) + 1 FROM change")) ?? 1
+            // Statements prepared once and kept: every change the chat makes comes through here.
+            let revision = try Int.fetchOne(db.cachedStatement(sql: "SELECT COALESCE(MAX(revision), 0) + 1 FROM change")) ?? 1
             body.revision = revision
-            try db.execute(sql: "INSERT INTO change (revision, body) VALUES (?, ?)", arguments: [revision, try encoder.encode(body.change)])
+            try db.cachedStatement(sql: "INSERT INTO change (revision, body) VALUES (?, ?)").execute(arguments: [revision, try encoder.encode(body.change)])
             // Trim in steps of a tenth, not on every write.
             if revision % max(1, capacity / 10) == 0 {
                 try db.execute(sql: "DELETE FROM change WHERE revision <= ?", arguments: [revision - capacity])

@@ -136,6 +136,11 @@ public struct DeliveryStateMachine: Sendable {
         case retainSession(ConversationSession)
         /// The gateway answered a request made for a command (``gatewayRequest(_:params:now:)``).
         case commandAnswered(id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
+
+        /// Whether it puts a frame on the wire.
+        var isWrite: Bool {
+            if case .write = self { true } else { false }
+        }
     }
 
     /// The answer to a send command, before anything is committed.
@@ -425,7 +430,10 @@ public struct DeliveryStateMachine: Sendable {
             lastSummary = summary
             actions.append(.retainSummary(summary))
         }
-        return actions
+        // Frames first, in the order chosen: the gateway's answer is the slow part of a round
+        // trip, so a frame does not wait for the journal writes and publications of its own
+        // event. Those keep their order among themselves.
+        return actions.filter(\.isWrite) + actions.filter { !$0.isWrite }
     }
 
     /// Saves the point to resume from when it moved, at most once per ``sessionSaveInterval``:
@@ -760,8 +768,12 @@ public struct DeliveryStateMachine: Sendable {
         guard let message = pending.first(where: { $0.id == ack.messageID.value }) else { return }
         if ack.status.isDelivered {
             pending.removeAll { $0.id == message.id }
-            actions.append(.persistDelivered(id: message.id))
+            // Said before it is recorded, to save the front end a write's wait: the mark does
+            // not wait for the disk anyway, and a protod that dies before recording it treats
+            // the message as one written but unacknowledged, as it would had it died a moment
+            // before the acknowledgement came (see ``Outbox``).
             actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered)))
+            actions.append(.persistDelivered(id: message.id))
             actions.append(
                 .diagnose(DiagnosticEvent(kind: .messageSent, messageID: message.messageID, durationMilliseconds: Int(now.timeIntervalSince(message.createdAt) * 1000))))
             recordOutcome(success: true, now: now, into: &actions)

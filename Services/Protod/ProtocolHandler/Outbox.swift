@@ -142,15 +142,28 @@ public struct Outbox: Sendable {
         at date: Date = Date()
     ) async throws -> (OutboxMessage, inserted: Bool) {
         try await database.write { db in
-            if let existing = try OutboxMessage.fetchOne(db, key: id.value) {
+            // One prepared statement, kept: the send path's commit waits for it.
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO outbox (id, sequence, content, createdAt, status, attempts, strategy, kind,
+                                        retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts)
+                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, 'queued', 0, ?, ?, ?, ?, ?, 0)
+                    ON CONFLICT(id) DO NOTHING
+                    RETURNING sequence
+                    """)
+            let arguments: StatementArguments = [
+                id.value, content, date, strategy.rawValue, kind, retry.attempts, retry.delayMilliseconds, retry.timeoutMilliseconds,
+            ]
+            guard let sequence = try Int.fetchOne(insert, arguments: arguments) else {
+                guard let existing = try OutboxMessage.fetchOne(db, key: id.value) else {
+                    throw DatabaseError(message: "message \(id.value) was neither added nor found")
+                }
                 return (existing, false)
             }
-            let next = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox") ?? 1
             let message = OutboxMessage(
-                id: id.value, sequence: next, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
+                id: id.value, sequence: sequence, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
                 sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
                 retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0)
-            try message.insert(db)
             return (message, true)
         }
     }
@@ -182,13 +195,13 @@ public struct Outbox: Sendable {
     /// Records that messages were written to the connection `connection` (epoch `epoch`).
     public func markSent(ids: [String], epoch: Int, connection: String?, at date: Date = Date()) async throws {
         try await writeWithoutWaitingForTheDisk { db in
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
+                    WHERE id = ? AND status IN ('queued', 'sent')
+                    """)
             for id in ids {
-                try db.execute(
-                    sql: """
-                        UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
-                        WHERE id = ? AND status IN ('queued', 'sent')
-                        """,
-                    arguments: [date, epoch, connection, id])
+                try update.execute(arguments: [date, epoch, connection, id])
             }
         }
     }
@@ -197,9 +210,9 @@ public struct Outbox: Sendable {
     /// when it was accepted (nil for an acknowledgement that changes nothing).
     public func markDelivered(id: String) async throws -> Date? {
         try await writeWithoutWaitingForTheDisk { db in
-            try db.execute(sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent')", arguments: [id])
-            guard db.changesCount > 0 else { return nil }
-            return try Date.fetchOne(db, sql: "SELECT createdAt FROM outbox WHERE id = ?", arguments: [id])
+            let update = try db.cachedStatement(
+                sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent') RETURNING createdAt")
+            return try Date.fetchOne(update, arguments: [id])
         }
     }
 
@@ -223,8 +236,8 @@ public struct Outbox: Sendable {
     /// Commits `updates` without waiting for the disk (`synchronous = NORMAL` for this commit).
     private func writeWithoutWaitingForTheDisk<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await database.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            defer { try? db.execute(sql: "PRAGMA synchronous = FULL") }
+            try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
+            defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
             var result: T?
             try db.inTransaction {
                 result = try updates(db)

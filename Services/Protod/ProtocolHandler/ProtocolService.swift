@@ -237,9 +237,10 @@ actor ProtocolEngine {
                     let status = machine.status(of: message.id) ?? DeliveryStatus(message.status)
                     return SendMessageCommand.Reply(id: request.id, status: status, accepted: false)
                 }
-                logger.info("message queued", metadata: ["message.id": "\(message.id)", "message.sequence": "\(message.sequence)"])
                 let actions = machine.handle(.accepted(message, fallbackFrom: fallbackFrom), now: Date())
                 await perform(actions)
+                // After its frame, not before: a log line is a write to compose's pipe.
+                logger.info("message queued", metadata: ["message.id": "\(message.id)", "message.sequence": "\(message.sequence)"])
                 // Where it stands now: the last change said of it.
                 var status = DeliveryStatus.queued
                 for case .publishDelivery(let update) in actions where update.id == request.id { status = update.status }
