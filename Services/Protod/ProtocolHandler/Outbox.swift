@@ -141,30 +141,34 @@ public struct Outbox: Sendable {
         id: MessageID, content: String, strategy: DeliveryStrategy = .queued, kind: String? = nil, retry: RetryPolicy = .default,
         at date: Date = Date()
     ) async throws -> (OutboxMessage, inserted: Bool) {
-        try await database.write { db in
-            // One prepared statement, kept: the send path's commit waits for it.
+        let message = OutboxMessage(
+            id: id.value, sequence: 0, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
+            sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
+            retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0)
+        return try await database.write { db in
+            // One prepared statement, kept: the send path's commit waits for it. The sequence
+            // is the next one; an id already here adds nothing and returns no row.
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox (id, sequence, content, createdAt, status, attempts, strategy, kind,
                                         retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts)
-                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, 'queued', 0, ?, ?, ?, ?, ?, 0)
+                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     RETURNING sequence
                     """)
             let arguments: StatementArguments = [
-                id.value, content, date, strategy.rawValue, kind, retry.attempts, retry.delayMilliseconds, retry.timeoutMilliseconds,
+                message.id, message.content, message.createdAt, message.status.rawValue, message.attempts, message.strategy, message.kind,
+                message.retryAttempts, message.retryDelayMilliseconds, message.retryTimeoutMilliseconds, message.timeouts,
             ]
             guard let sequence = try Int.fetchOne(insert, arguments: arguments) else {
-                guard let existing = try OutboxMessage.fetchOne(db, key: id.value) else {
-                    throw DatabaseError(message: "message \(id.value) was neither added nor found")
+                guard let existing = try OutboxMessage.fetchOne(db, key: message.id) else {
+                    throw DatabaseError(message: "message \(message.id) was neither added nor found")
                 }
                 return (existing, false)
             }
-            let message = OutboxMessage(
-                id: id.value, sequence: sequence, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
-                sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
-                retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0)
-            return (message, true)
+            var added = message
+            added.sequence = sequence
+            return (added, true)
         }
     }
 
