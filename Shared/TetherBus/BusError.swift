@@ -63,11 +63,17 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The CURVE handshake with a remote bus failed for another reason than the allow-list.
     public static func handshakeFailed(endpoint: String) -> Self { .init(.handshakeFailed(endpoint: endpoint)) }
 
-    /// True for ``timedOut(endpoint:attempts:)`` and ``busUnavailable(path:)``: the other side is not there.
     /// The owner's refusal in its words, when the error is an `error` reply to a command.
     public var refusal: String? {
         if case .remote(_, let error) = code { return error.message }
         return nil
+    }
+
+    /// True for ``timedOut(endpoint:attempts:)``: no attempt was answered, so whether the
+    /// owner carried the command out is not known (it may be slow or paused, or not running).
+    public var wentUnanswered: Bool {
+        if case .timedOut = code { return true }
+        return false
     }
 
     /// The owner's code, when the error is an `error` reply to a command.
@@ -76,6 +82,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         return nil
     }
 
+    /// True when the other side is not there or not allowed: no answer, no bus, a refused key
+    /// or a failed handshake.
     public var isUnreachable: Bool {
         switch code {
         case .timedOut, .busUnavailable, .keyRefused, .handshakeFailed: true

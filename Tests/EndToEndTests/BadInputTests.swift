@@ -260,4 +260,30 @@ extension QueuePromiseTests {
         }
         print("frozen 8 s with 3 senders (4 s timeouts): " + senders.map { "\($0.text): \(words[$0.text] ?? "")".replacingOccurrences(of: "\n", with: " ") }.joined(separator: " | "))
     }
+
+    /// protod paused while a message is sent: the send command goes unanswered, so the sender is
+    /// told the message may be queued, not that it was not sent nor that the set is down. A
+    /// paused protod never completes the socket's handshake, so here the attempts stay with the
+    /// sender and are dropped when it exits; when protod stops after taking the command (the
+    /// test above), it is queued. Either way the gateway never has it twice.
+    @Test func aSendProtodDoesNotAnswerIsNotCalledUnsent() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let protod = try #require(set.pid(of: "protod"))
+        kill(protod, SIGSTOP)
+        let sender = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "3", "paused protod", "--run-dir", set.run.path], outputDirectory: set.outputs.path)
+        let status = try sender.waitForExit(timeout: .seconds(20))
+        kill(protod, SIGCONT)
+        #expect(status == 1, "\(sender.standardError)")
+        #expect(
+            sender.standardError.contains(
+                "not confirmed within 3.0 s: tether-protod did not answer: if it is only slow or paused, the message may be queued"),
+            "\(sender.standardError)")
+        // protod takes commands in order: once a later send is answered, whatever reached it was handled.
+        #expect(try set.tether(["send", "after"]).status == 0)
+        let copies = set.gatewayRecord().filter { $0["content"] as? String == "paused protod" }.count
+        #expect(copies <= 1, "the gateway has it \(copies) times")
+        print("a send to a paused protod: \(sender.standardError.trimmingCharacters(in: .newlines)); the gateway has it \(copies) time(s)")
+    }
 }

@@ -17,6 +17,10 @@ public enum SendOutcome: Sendable, Equatable {
     /// Committed to the outbox; at the end protod did not answer, so where it stands now is not
     /// known: the status is the last one heard.
     case unconfirmed(lastHeard: DeliveryStatus)
+    /// protod never answered the send itself, so whether the message is in the outbox is not
+    /// known: it may be (protod only slow or paused, and then it may reach the gateway), or not
+    /// (protod not running). The bus was there: its absence is an error, not an outcome.
+    case unanswered
     /// The gateway refused it.
     case failed(String)
     /// Refused at send time (the outbox full, a message the gateway cannot take), in words:
@@ -28,7 +32,7 @@ public enum SendOutcome: Sendable, Equatable {
         switch self {
         case .replied: 0
         case .deliveredWithoutReply, .replyIncomplete: 3
-        case .notDelivered, .unconfirmed, .failed: 1
+        case .notDelivered, .unconfirmed, .unanswered, .failed: 1
         case .refused: 5
         }
     }
@@ -42,10 +46,17 @@ public struct Conversation: Sendable {
         self.bus = bus
     }
 
+    /// What a person is told when protod does not answer a send: the words for
+    /// ``SendOutcome/unanswered``, shared by every front end.
+    public static let unansweredSend =
+        "tether-protod did not answer: if it is only slow or paused, the message may be queued and may have reached the gateway; "
+        + "if it is not running, nothing was queued (tether status shows which)"
+
     /// Sends `text` and waits, up to `timeout`, for its acknowledgement and the bot's reply.
     ///
     /// Subscribes before sending so no event is missed; the send itself is a command to
-    /// tether-protod, answered once the message is committed to its outbox. `options`
+    /// tether-protod, answered once the message is committed to its outbox, and sent again
+    /// with the same id (never queued twice) until `timeout` has passed. `options`
     /// carries the strategy, kind, fallback and retry policy.
     /// - Parameter accepted: called with protod's answer once the message is in the outbox
     ///   (its `warning`, when there is one, is for the person sending).
@@ -53,13 +64,16 @@ public struct Conversation: Sendable {
         _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration,
         accepted onAccepted: @Sendable (SendMessageCommand.Reply) -> Void = { _ in }
     ) async throws -> SendOutcome {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
         var request = options ?? SendMessageCommand.Request(id: id, content: text)
         request.id = id
         request.content = text
+        let attempt = min(Self.sendAttempt, timeout)
         let answer: Result<SendMessageCommand.Reply, BusError>
         do {
-            answer = .success(try await bus.request(SendMessageCommand.self, request))
+            answer = .success(
+                try await bus.request(SendMessageCommand.self, request, timeout: attempt, attempts: max(1, Int((timeout / attempt).rounded(.up)))))
         } catch {
             answer = .failure(error)
         }
@@ -70,8 +84,10 @@ public struct Conversation: Sendable {
             onAccepted(reply)
         case .failure(let error):
             // protod refused it before committing anything: nothing was queued.
-            guard let refusal = error.refusal else { throw error }
-            return .refused(refusal)
+            if let refusal = error.refusal { return .refused(refusal) }
+            // No answer at all: protod may have committed it and then stopped before answering.
+            if error.wentUnanswered { return .unanswered }
+            throw error
         }
         if accepted.status == .failed || accepted.status == .cancelled {
             return .failed("the message was \(accepted.status.rawValue) at once (strategy \(request.strategy?.rawValue ?? "queued"))")
@@ -87,7 +103,7 @@ public struct Conversation: Sendable {
                 return .undecided(tracker)
             }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                try await Task.sleep(until: deadline)
                 return .timeUp
             }
             var first = try await group.next() ?? .timeUp
@@ -104,6 +120,9 @@ public struct Conversation: Sendable {
         case .timeUp: return await tracker.timedOut(asking: bus, request)
         }
     }
+
+    /// How long each attempt of the send command waits for protod's answer.
+    static let sendAttempt = Duration.milliseconds(2500)
 
     /// How watching a sent message ended.
     private enum Watch: Sendable {

@@ -51,6 +51,8 @@ public struct PlainSession: Sendable {
                 do {
                     _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
                     await sent.add(id)
+                } catch let error as BusError where error.wentUnanswered {
+                    Self.say("Not confirmed: " + Conversation.unansweredSend + ".")
                 } catch {
                     Self.say("Not sent: \(error)")
                 }

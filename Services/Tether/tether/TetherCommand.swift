@@ -80,9 +80,10 @@ struct Send: AsyncParsableCommand {
         abstract: "Send a message and print the bot's reply.",
         discussion: """
             Exit codes: 0 delivered and the reply printed; 1 not delivered in time (it stays queued \
-            and is sent when the connection returns), refused, expired or cancelled; 3 delivered but \
-            no whole reply (none in time, or one cut off, printed as far as it came); 4 the set is \
-            not running.
+            and is sent when the connection returns), not confirmed (tether-protod did not answer), \
+            refused, expired or cancelled; 3 delivered but no whole reply (none in time, or one cut \
+            off, printed as far as it came); 4 the set is not running (no bus); 5 refused at send \
+            time, nothing queued.
             """
     )
 
@@ -177,6 +178,8 @@ struct Send: AsyncParsableCommand {
             say(
                 "not confirmed within \(timeout) s, and tether-protod did not answer when asked: the message is in the outbox "
                     + (lastHeard == .sent ? "and was sent (it may have reached the gateway)" : "(queued when last heard; it may have been sent since)"))
+        case .unanswered:
+            say("not confirmed within \(timeout) s: " + Conversation.unansweredSend)
         case .failed(let reason):
             say("not delivered: \(reason)")
         case .refused(let reason):
