@@ -250,6 +250,7 @@ let package = Package(
                 dependencies: [
                     "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway", "WebFrontEnd",
                     "TetherBus", "TetherSchema", "TetherStorage", "TetherWire", .argumentParser, .logging, .serviceLifecycle, .grdb,
+                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 ],
                 path: "Tests/ServiceLogicTests",
                 swiftSettings: swiftSettings

@@ -104,7 +104,8 @@ public final class BusClient: Sendable {
     ///
     /// With `confirm`, returns only once a probe message has made the round trip through
     /// the proxy, so nothing published after this call returns is missed; it throws
-    /// ``BusError/busUnavailable(path:)`` when the proxy does not answer within `timeout`.
+    /// ``BusError/busUnavailable(path:)`` when the proxy does not answer within `timeout`,
+    /// and ``BusError/cancelled`` when the task is cancelled first.
     /// Without it, returns at once: the subscription starts working whenever the proxy is there.
     public func subscribe(
         to prefixes: [String],
@@ -118,11 +119,17 @@ public final class BusClient: Sendable {
             mailbox.post(.unsubscribe(id: id))
         }
         if confirm {
-            let result: Result<Void, BusError> = await withCheckedContinuation { confirmation in
-                let posted = mailbox.post(
-                    .subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout))
-                if !posted { confirmation.resume(returning: .failure(.closed)) }
+            let result: Result<Void, BusError> = await withTaskCancellationHandler {
+                await withCheckedContinuation { confirmation in
+                    guard !Task.isCancelled else { return confirmation.resume(returning: .failure(.cancelled)) }
+                    let posted = mailbox.post(
+                        .subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout))
+                    if !posted { confirmation.resume(returning: .failure(.closed)) }
+                }
+            } onCancel: {
+                mailbox.post(.cancelConfirmation(id: id))
             }
+            if case .failure = result { continuation.finish() }
             try result.get()
         } else {
             try post(.subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: nil, timeout: timeout))
@@ -161,6 +168,8 @@ public final class BusClient: Sendable {
 
     /// Sends a command to its owner and waits for the reply (the Lazy Pirate pattern: on
     /// each timeout the socket is replaced and the request sent again with the same id).
+    /// A cancelled task stops waiting with ``BusError/cancelled``; what was sent may still
+    /// be carried out.
     public func request<Command: BusCommand>(
         _ command: Command.Type,
         _ request: Command.Request,
@@ -180,12 +189,17 @@ public final class BusClient: Sendable {
             endpoint = try runDirectory.endpoint(Command.endpoint)
         }
         let mailbox = self.mailbox
-        let result: Result<[[UInt8]], BusError> = await withCheckedContinuation { continuation in
-            let posted = mailbox.post(
-                .request(
-                    id: id, name: Command.endpoint, endpoint: endpoint, frames: frames,
-                    timeout: timeout, attempts: max(1, attempts), continuation: continuation))
-            if !posted { continuation.resume(returning: .failure(.closed)) }
+        let result: Result<[[UInt8]], BusError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume(returning: .failure(.cancelled)) }
+                let posted = mailbox.post(
+                    .request(
+                        id: id, name: Command.endpoint, endpoint: endpoint, frames: frames,
+                        timeout: timeout, attempts: max(1, attempts), continuation: continuation))
+                if !posted { continuation.resume(returning: .failure(.closed)) }
+            }
+        } onCancel: {
+            mailbox.post(.cancelRequest(id: id))
         }
         let reply = try result.get()
         guard reply.count == 3, reply[0] == Array(requestID.utf8) else {
@@ -245,6 +259,13 @@ public final class BusClient: Sendable {
         locks.withLock { $0.removeAll() }
     }
 
+    deinit {
+        // Its owner closes a client; one dropped without that still ends its thread and sockets.
+        if mailbox.post(.shutdown(nil)) {
+            logger.warning("a bus client was dropped without being closed; closing it now", metadata: ["bus.source": "\(source)"])
+        }
+    }
+
     private func post(_ operation: BusOperation) throws(BusError) {
         guard mailbox.post(operation) else { throw .closed }
     }
@@ -277,11 +298,16 @@ enum BusOperation: Sendable {
     case request(
         id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
         continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>)
+    /// The caller of request `id` stopped waiting.
+    case cancelRequest(id: Int)
+    /// The caller of subscription `id`'s confirmation stopped waiting.
+    case cancelConfirmation(id: Int)
     case serve(
         name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation,
         ready: CheckedContinuation<Result<Void, BusError>, Never>)
     case reply(name: String, frames: [[UInt8]])
-    case shutdown(CheckedContinuation<Void, Never>)
+    /// Close everything; resume the continuation, if any, once done.
+    case shutdown(CheckedContinuation<Void, Never>?)
 }
 
 extension CommandErrorReply {

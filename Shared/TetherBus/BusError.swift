@@ -3,6 +3,7 @@ public import TetherSchema
 public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Code: Sendable, Equatable {
         case closed
+        case cancelled
         case alreadyRunning(name: String, holder: String?)
         case endpointTooLong(path: String)
         case unsafeRunDirectory(path: String, reason: String)
@@ -28,6 +29,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// The client was closed.
     public static var closed: Self { .init(.closed) }
+    /// The task waiting for an answer was cancelled.
+    public static var cancelled: Self { .init(.cancelled) }
     /// A message from the bus that is not topic, header and body within the limits.
     public static func malformedMessage(_ reason: String) -> Self { .init(.malformedMessage(reason)) }
     /// Another process holds the lock for an endpoint this program must bind.
@@ -95,6 +98,8 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         switch code {
         case .closed:
             "the bus client is closed"
+        case .cancelled:
+            "the wait for the bus was cancelled"
         case .alreadyRunning(let name, let holder):
             "\(name) is already in use by another process" + (holder.map { " (pid \($0))" } ?? "")
         case .endpointTooLong(let path):

@@ -25,36 +25,9 @@ final class BusEventLoop {
         var continuation: AsyncStream<BusMessage>.Continuation
     }
 
-    private struct Probe {
-        var topic: String
-        var subscriptionID: Int
-        var deadline: ContinuousClock.Instant
-        var nextSend: ContinuousClock.Instant
-        var confirmation: CheckedContinuation<Result<Void, BusError>, Never>
-    }
-
     private struct Server {
         var socket: ZMQSocket
         var continuation: AsyncStream<IncomingCommand>.Continuation
-    }
-
-    private struct PendingRequest {
-        var name: String
-        var endpoint: String
-        var frames: [[UInt8]]
-        var socket: ZMQSocket
-        var deadline: ContinuousClock.Instant
-        var timeout: Duration
-        var attemptsLeft: Int
-        var attempts: Int
-        var continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>
-    }
-
-    /// Someone waiting to hear whether a topic has a subscriber at the proxy.
-    private struct PresenceWatch {
-        var topic: String
-        var continuation: AsyncStream<Bool>.Continuation
-        var present: Bool
     }
 
     /// What a poll item stands for.
@@ -84,26 +57,33 @@ final class BusEventLoop {
     private var subscriber: ZMQSocket?
     /// Reports the subscriber's CURVE handshakes with a remote proxy.
     private var subscriberMonitor: ZMQSocket?
-    /// Why the last CURVE handshake with a remote proxy failed, until one succeeds.
-    private var handshakeFailure: BusError?
-    /// The prefixes subscribed at the proxy, as its subscriptions reached the publisher.
-    private var upstreamPrefixes: Set<String> = []
-    private var presenceWatches: [Int: PresenceWatch] = [:]
     private var sequence: UInt64 = 0
     private let processID = getpid()
-    private var retained: [String: [UInt8]] = [:]
     private var subscriptions: [Int: LocalSubscription] = [:]
     private var prefixCounts: [String: Int] = [:]
-    private var probes: [Int: Probe] = [:]
     private var servers: [String: Server] = [:]
-    private var requests: [Int: PendingRequest] = [:]
-    private var shutdownContinuation: CheckedContinuation<Void, Never>?
+
+    /// The decisions of the commands sent, of subscription confirmations and of what the
+    /// proxy asks for; what they decide is carried out below.
+    private var requests = RequestTracker()
+    private var probes: SubscriptionProbes
+    private var interest = UpstreamInterest()
+    /// Each request's current socket and its caller.
+    private var requestSockets: [Int: ZMQSocket] = [:]
+    private var requestCallers: [Int: CheckedContinuation<Result<[[UInt8]], BusError>, Never>] = [:]
+    /// The callers waiting for a subscription's confirmation.
+    private var confirmations: [Int: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
+    private var presenceWatchers: [Int: AsyncStream<Bool>.Continuation] = [:]
+    private var shuttingDown = false
+    /// Whoever asked for the shutdown, resumed once it is done.
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(configuration: Configuration, mailbox: Mailbox<BusOperation>, counters: BusCounterBox) {
         self.configuration = configuration
         self.mailbox = mailbox
         self.counters = counters
         self.logger = configuration.logger
+        self.probes = SubscriptionProbes(busLocation: configuration.busLocation)
     }
 
     func run() {
@@ -121,7 +101,7 @@ final class BusEventLoop {
         } catch {
             logger.error("cannot open the publisher socket", metadata: ["bus.error": "\(error)"])
         }
-        while shutdownContinuation == nil {
+        while !shuttingDown {
             pollOnce()
         }
         tearDown()
@@ -176,9 +156,9 @@ final class BusEventLoop {
             watched.append(.server(name))
             items.append(zmq_pollitem_t(socket: server.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
-        for (id, request) in requests {
+        for (id, socket) in requestSockets {
             watched.append(.request(id))
-            items.append(zmq_pollitem_t(socket: request.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+            items.append(zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
 
         let rc = zmq_poll(&items, Int32(items.count), pollTimeoutMilliseconds())
@@ -203,8 +183,7 @@ final class BusEventLoop {
     }
 
     private func pollTimeoutMilliseconds() -> Int {
-        let deadlines = probes.values.map(\.nextSend) + requests.values.map(\.deadline)
-        guard let next = deadlines.min() else { return -1 }
+        guard let next = [probes.nextDeadline, requests.nextDeadline].compactMap(\.self).min() else { return -1 }
         let remaining = clock.now.duration(to: next)
         let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
         return Int(max(0, milliseconds + 1))
@@ -216,7 +195,7 @@ final class BusEventLoop {
         for operation in operations {
             switch operation {
             case .publish(let topic, let body, let retain):
-                if retain { retained[topic] = body }
+                if retain { interest.retain(body, on: topic) }
                 publish(topic: topic, body: body, replay: false)
             case .publishRaw(let frames):
                 send(frames)
@@ -225,13 +204,18 @@ final class BusEventLoop {
             case .unsubscribe(let id):
                 unsubscribe(id: id)
             case .watchPresence(let id, let topic, let continuation):
-                let present = isPresent(topic)
-                presenceWatches[id] = PresenceWatch(topic: topic, continuation: continuation, present: present)
-                continuation.yield(present)
+                presenceWatchers[id] = continuation
+                perform(interest.watch(id: id, topic: topic))
             case .unwatchPresence(let id):
-                presenceWatches[id] = nil
+                presenceWatchers[id] = nil
+                interest.unwatch(id: id)
             case .request(let id, let name, let endpoint, let frames, let timeout, let attempts, let continuation):
-                startRequest(id: id, name: name, endpoint: endpoint, frames: frames, timeout: timeout, attempts: attempts, continuation: continuation)
+                requestCallers[id] = continuation
+                perform(requests.start(id: id, name: name, endpoint: endpoint, frames: frames, timeout: timeout, attempts: attempts, now: clock.now))
+            case .cancelRequest(let id):
+                if let action = requests.cancel(id: id) { perform(action) }
+            case .cancelConfirmation(let id):
+                perform(probes.cancel(id: id, because: .cancelled))
             case .serve(let name, let endpoint, let continuation, let ready):
                 ready.resume(returning: serve(name: name, endpoint: endpoint, continuation: continuation))
             case .reply(let name, let frames):
@@ -242,7 +226,8 @@ final class BusEventLoop {
                     logger.warning("cannot send a reply", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
                 }
             case .shutdown(let continuation):
-                shutdownContinuation = continuation
+                shuttingDown = true
+                if let continuation { shutdownWaiters.append(continuation) }
             }
         }
     }
@@ -290,13 +275,10 @@ final class BusEventLoop {
                 if prefixCounts[prefix] == 1 { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
             }
             subscriptions[id] = LocalSubscription(prefixes: prefixes, continuation: continuation)
-            if let confirmation, let handshakeFailure {
-                confirmation.resume(returning: .failure(handshakeFailure))
-            } else if let confirmation {
+            if let confirmation {
+                confirmations[id] = confirmation
                 let topic = Topic.probePrefix + configuration.source + "." + UUID().uuidString.lowercased()
-                try socket.set(ZMQ_SUBSCRIBE, bytes: Array(topic.utf8))
-                let now = clock.now
-                probes[id] = Probe(topic: topic, subscriptionID: id, deadline: now + timeout, nextSend: now, confirmation: confirmation)
+                perform(probes.start(id: id, topic: topic, timeout: timeout, now: clock.now))
             }
         } catch {
             confirmation?.resume(returning: .failure(error))
@@ -313,7 +295,7 @@ final class BusEventLoop {
                 try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(prefix.utf8))
             }
         }
-        endProbe(id, with: .failure(.closed))
+        perform(probes.cancel(id: id, because: .closed))
     }
 
     private func serve(name: String, endpoint: String, continuation: AsyncStream<IncomingCommand>.Continuation) -> Result<Void, BusError> {
@@ -332,21 +314,6 @@ final class BusEventLoop {
         }
     }
 
-    private func startRequest(
-        id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
-        continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>
-    ) {
-        do {
-            let socket = try requestSocket(endpoint: endpoint)
-            try socket.send(frames)
-            requests[id] = PendingRequest(
-                name: name, endpoint: endpoint, frames: frames, socket: socket, deadline: clock.now + timeout,
-                timeout: timeout, attemptsLeft: attempts - 1, attempts: attempts, continuation: continuation)
-        } catch {
-            continuation.resume(returning: .failure(error))
-        }
-    }
-
     private func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
         let socket = try ZMQSocket(type: ZMQ_DEALER, context: context)
         try socket.set(ZMQ_LINGER, 0)
@@ -361,24 +328,10 @@ final class BusEventLoop {
 
     private func readSubscriptionRequests() {
         guard let publisher else { return }
-        defer { updatePresence() }
         while let frames = try? publisher.receive() {
-            // XPUB delivers subscriptions as one frame: 1 (subscribe) or 0 (unsubscribe), then the prefix.
-            guard let first = frames.first, let kind = first.first else { continue }
-            let prefix = String(decoding: first.dropFirst(), as: UTF8.self)
-            guard kind == 1 else {
-                // Only the last unsubscription of a prefix reaches a verbose XPUB.
-                upstreamPrefixes.remove(prefix)
-                continue
-            }
-            upstreamPrefixes.insert(prefix)
-            for (topic, body) in retained where topic.hasPrefix(prefix) {
-                publish(topic: topic, body: body, replay: true)
-            }
-            for probe in probes.values where probe.topic == prefix {
-                // Our own probe subscription reached us through the proxy: send the probe now.
-                send([Array(probe.topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
-            }
+            guard let report = frames.first.flatMap(UpstreamInterest.Report.init(frame:)) else { continue }
+            perform(interest.proxyReported(report))
+            if case .subscribed(let prefix) = report { perform(probes.proxySubscribed(to: prefix)) }
         }
     }
 
@@ -391,8 +344,7 @@ final class BusEventLoop {
             if event == ZMQ_EVENT_DISCONNECTED { disconnected = true } else { handshakeEvent(event, endpoint: configuration.busIn) }
         }
         guard disconnected else { return }
-        upstreamPrefixes.removeAll()
-        updatePresence()
+        perform(interest.proxyLost())
     }
 
     private func readSubscriberEvents() {
@@ -413,33 +365,14 @@ final class BusEventLoop {
         return events
     }
 
-    /// Follows the CURVE handshakes with a remote proxy: a failure is said once, not at
-    /// every reconnection, and fails the confirmations waiting for the proxy at once.
+    /// A CURVE handshake with a remote proxy ended, on `endpoint`.
     private func handshakeEvent(_ event: Int32, endpoint: String) {
         guard event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED else {
-            if handshakeFailure != nil { logger.notice("the bus accepted this program's key", metadata: ["bus.endpoint": "\(endpoint)"]) }
-            handshakeFailure = nil
+            perform(probes.handshakeSucceeded(), endpoint: endpoint)
             return
         }
-        // The publisher and the subscriber fail alike, and again at every reconnection: once is enough.
-        guard handshakeFailure == nil else { return }
         let failure: BusError = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? .keyRefused(endpoint: endpoint) : .handshakeFailed(endpoint: endpoint)
-        handshakeFailure = failure
-        logger.error("\(failure)")
-        for id in Array(probes.keys) { endProbe(id, with: .failure(failure)) }
-    }
-
-    private func isPresent(_ topic: String) -> Bool {
-        upstreamPrefixes.contains { topic.hasPrefix($0) }
-    }
-
-    private func updatePresence() {
-        for (id, watch) in presenceWatches {
-            let present = isPresent(watch.topic)
-            guard present != watch.present else { continue }
-            presenceWatches[id]?.present = present
-            watch.continuation.yield(present)
-        }
+        perform(probes.handshakeFailed(failure), endpoint: endpoint)
     }
 
     private func probeHeader() -> BusHeader {
@@ -462,7 +395,7 @@ final class BusEventLoop {
             // A probe confirms our subscription if it is ours; it still goes to subscriptions
             // that match it (a tap subscribed to everything), so sequences there have no holes.
             if message.topic.name.hasPrefix(Topic.probePrefix) {
-                confirmProbe(topic: message.topic.name)
+                perform(probes.probeArrived(topic: message.topic.name))
             }
             var lagged: UInt64 = 0
             for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {
@@ -496,18 +429,6 @@ final class BusEventLoop {
         return message
     }
 
-    private func confirmProbe(topic: String) {
-        guard let id = probes.first(where: { $0.value.topic == topic })?.key else { return }
-        endProbe(id, with: .success(()))
-    }
-
-    /// Stops probing for the confirmation `id` and tells its caller `result`.
-    private func endProbe(_ id: Int, with result: Result<Void, BusError>) {
-        guard let probe = probes.removeValue(forKey: id) else { return }
-        try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(probe.topic.utf8))
-        probe.confirmation.resume(returning: result)
-    }
-
     private func readCommands(server name: String) {
         guard let server = servers[name] else { return }
         while true {
@@ -519,80 +440,79 @@ final class BusEventLoop {
                 logger.warning("cannot receive a command", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
                 return
             }
-            // ROUTER prepends the caller's identity to [request id, method, body].
-            guard frames.count == 4,
-                let requestID = String(validating: frames[1], as: UTF8.self),
-                let method = String(validating: frames[2], as: UTF8.self)
-            else {
-                counters.update { $0.drop(BusDrop.malformedCommand) }
-                logger.warning("refused a malformed command", metadata: ["bus.endpoint": "\(name)", "bus.frames": "\(frames.count)"])
-                let words =
-                    frames.count == 4
-                    ? "the request id and the method must be UTF-8 text"
-                    : "a command is three frames (request id, method, JSON body); this one had \(max(0, frames.count - 1))"
-                answer(frames, on: server.socket, with: CommandErrorReply(.malformed, words))
-                continue
-            }
-            guard frames[3].count <= BusSchema.maximumBodySize else {
-                counters.update { $0.drop(BusDrop.oversizedCommand) }
-                logger.warning("refused an oversized command", metadata: ["bus.endpoint": "\(name)", "bus.bytes": "\(frames[3].count)"])
-                answer(
-                    frames, on: server.socket,
-                    with: CommandErrorReply(.tooLarge, "the body is \(frames[3].count) bytes; a command's body is at most \(BusSchema.maximumBodySize) bytes"))
-                continue
-            }
-            let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(frames[3]), identity: frames[0])
-            if case .dropped = server.continuation.yield(command) {
-                counters.update { $0.drop(BusDrop.commandOverflow) }
-                logger.warning("dropped a command: no room to queue it", metadata: ["bus.endpoint": "\(name)", "bus.method": "\(method)"])
+            switch CommandFrames(frames, endpoint: name) {
+            case .command(let endpoint, let requestID, let method, let body, let identity):
+                let command = IncomingCommand(endpoint: endpoint, requestID: requestID, method: method, body: Data(body), identity: identity)
+                if case .dropped = server.continuation.yield(command) {
+                    counters.update { $0.drop(BusDrop.commandOverflow) }
+                    logger.warning("dropped a command: no room to queue it", metadata: ["bus.endpoint": "\(name)", "bus.method": "\(method)"])
+                }
+            case .refused(let drop, let reply, let answer):
+                counters.update { $0.drop(drop) }
+                logger.warning("refused a command", metadata: ["bus.endpoint": "\(name)", "bus.reason": "\(reply.message)", "bus.frames": "\(frames.count)"])
+                // Answered from here, the socket's owner: the dispatcher never sees it.
+                if let answer { _ = try? server.socket.send(answer) }
             }
         }
     }
 
-    /// Answers what the dispatcher never sees (a malformed or oversized command) from here,
-    /// the socket's owner: to the caller's identity, with its request id when there is one.
-    private func answer(_ frames: [[UInt8]], on socket: ZMQSocket, with error: CommandErrorReply) {
-        guard let identity = frames.first, !identity.isEmpty else { return }
-        let requestID = frames.count >= 2 && frames[1].count <= 256 ? frames[1] : []
-        try? socket.send([identity, requestID, Array("error".utf8), Array(CommandErrorReply.encoded(error))])
-    }
-
     private func readReply(request id: Int) {
-        guard let request = requests[id] else { return }
-        guard let frames = try? request.socket.receive() else { return }
-        requests[id] = nil
-        request.socket.close()
-        request.continuation.resume(returning: .success(frames))
+        guard let socket = requestSockets[id], let frames = try? socket.receive() else { return }
+        if let action = requests.replied(id: id, frames: frames) { perform(action) }
     }
 
     // MARK: Timers
 
     private func handleTimers() {
         let now = clock.now
-        for (id, probe) in probes {
-            if now >= probe.deadline {
-                endProbe(id, with: .failure(handshakeFailure ?? .busUnavailable(path: configuration.busLocation)))
-            } else if now >= probe.nextSend {
-                send([Array(probe.topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
-                probes[id]?.nextSend = now + .milliseconds(50)
+        perform(probes.timePassed(now: now))
+        for action in requests.timePassed(now: now) { perform(action) }
+    }
+
+    // MARK: Carrying out decisions
+
+    private func perform(_ action: RequestTracker.Action) {
+        switch action {
+        case .send(let id, let endpoint, let frames):
+            requestSockets.removeValue(forKey: id)?.close()
+            do {
+                let socket = try requestSocket(endpoint: endpoint)
+                requestSockets[id] = socket
+                try socket.send(frames)
+            } catch {
+                if let failed = requests.sendFailed(id: id, error: error) { perform(failed) }
+            }
+        case .finish(let id, let result):
+            requestSockets.removeValue(forKey: id)?.close()
+            requestCallers.removeValue(forKey: id)?.resume(returning: result)
+        }
+    }
+
+    private func perform(_ actions: [SubscriptionProbes.Action], endpoint: String? = nil) {
+        for action in actions {
+            switch action {
+            case .subscribe(let topic):
+                try? subscriber?.set(ZMQ_SUBSCRIBE, bytes: Array(topic.utf8))
+            case .publishProbe(let topic):
+                send([Array(topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
+            case .finish(let id, let topic, let failure):
+                if let topic { try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(topic.utf8)) }
+                confirmations.removeValue(forKey: id)?.resume(returning: failure.map { .failure($0) } ?? .success(()))
+            case .reportHandshakeFailure(let failure):
+                logger.error("\(failure)")
+            case .reportHandshakeRecovered:
+                logger.notice("the bus accepted this program's key", metadata: ["bus.endpoint": "\(endpoint ?? configuration.busIn)"])
             }
         }
-        for (id, request) in requests where now >= request.deadline {
-            request.socket.close()
-            guard request.attemptsLeft > 0 else {
-                requests[id] = nil
-                request.continuation.resume(returning: .failure(.timedOut(endpoint: request.name, attempts: request.attempts)))
-                continue
-            }
-            do {
-                let socket = try requestSocket(endpoint: request.endpoint)
-                try socket.send(request.frames)
-                requests[id]?.socket = socket
-                requests[id]?.deadline = now + request.timeout
-                requests[id]?.attemptsLeft -= 1
-            } catch {
-                requests[id] = nil
-                request.continuation.resume(returning: .failure(error))
+    }
+
+    private func perform(_ actions: [UpstreamInterest.Action]) {
+        for action in actions {
+            switch action {
+            case .replay(let topic, let body):
+                publish(topic: topic, body: body, replay: true)
+            case .tell(let id, let present):
+                presenceWatchers[id]?.yield(present)
             }
         }
     }
@@ -611,27 +531,22 @@ final class BusEventLoop {
                 continuation.finish()
                 ready.resume(returning: .failure(.closed))
             case .shutdown(let continuation):
-                continuation.resume()
+                continuation?.resume()
             case .watchPresence(_, _, let continuation):
                 continuation.finish()
-            case .publish, .publishRaw, .unsubscribe, .unwatchPresence, .reply:
+            case .publish, .publishRaw, .unsubscribe, .unwatchPresence, .reply, .cancelRequest, .cancelConfirmation:
                 break
             }
         }
-        for probe in probes.values { probe.confirmation.resume(returning: .failure(.closed)) }
-        for request in requests.values {
-            request.socket.close()
-            request.continuation.resume(returning: .failure(.closed))
-        }
+        perform(probes.closeAll())
+        for action in requests.closeAll() { perform(action) }
         for subscription in subscriptions.values { subscription.continuation.finish() }
-        for watch in presenceWatches.values { watch.continuation.finish() }
-        presenceWatches.removeAll()
+        for watcher in presenceWatchers.values { watcher.finish() }
+        presenceWatchers.removeAll()
         for server in servers.values {
             server.socket.close()
             server.continuation.finish()
         }
-        probes.removeAll()
-        requests.removeAll()
         subscriptions.removeAll()
         servers.removeAll()
         subscriberMonitor?.close()
@@ -639,6 +554,6 @@ final class BusEventLoop {
         publisherMonitor?.close()
         publisher?.close()
         context.terminate()
-        shutdownContinuation?.resume()
+        for waiter in shutdownWaiters { waiter.resume() }
     }
 }

@@ -29,7 +29,7 @@ public struct SupervisorWatch: Service {
 
     public func run() async throws {
         // Ends with the program's own shutdown, whatever started it.
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             if let exited = Self.exitDescriptor(of: supervisor) {
                 // Nothing wakes until the supervisor ends: a thread waits on its pidfd.
                 Self.onReadable(exited) { [self] waited in

@@ -70,7 +70,7 @@ import TetherWire
         #expect(blank.standardError.contains("the message is empty"), "\(blank.standardError)")
 
         let input = set.run.path + "/plain-input"
-        FileManager.default.createFile(atPath: input, contents: Data([0x63, 0x61, 0x66, 0xE9, 0x0A]) + Data("after it\n".utf8))
+        _ = FileManager.default.createFile(atPath: input, contents: Data([0x63, 0x61, 0x66, 0xE9, 0x0A]) + Data("after it\n".utf8))
         let plain = try ChildProcess(
             Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
         #expect(try plain.waitForExit(timeout: .seconds(40)) == 0)

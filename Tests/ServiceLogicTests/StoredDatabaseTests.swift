@@ -32,12 +32,12 @@ import TetherWire
 
     @Test func anEmptiedFileIsDamage() throws {
         let run = try TestRunDirectory()
-        FileManager.default.createFile(atPath: run.path + "/empty.sqlite", contents: Data())
+        _ = FileManager.default.createFile(atPath: run.path + "/empty.sqlite", contents: Data())
         #expect(StoredDatabase.problem(at: run.path + "/empty.sqlite") == "the file is empty (0 bytes): it was truncated or zeroed")
         try DatabaseQueue(path: run.path + "/tableless.sqlite").write { db in try db.execute(sql: "PRAGMA user_version = 1") }
         #expect(StoredDatabase.problem(at: run.path + "/tableless.sqlite") == "the file holds no tables: it was emptied")
         let garbage = run.path + "/garbage.sqlite"
-        FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x5A, count: 8192))
+        _ = FileManager.default.createFile(atPath: garbage, contents: Data(repeating: 0x5A, count: 8192))
         #expect(StoredDatabase.problem(at: garbage) == "file is not a database")
     }
 

@@ -105,6 +105,49 @@ import TetherTesting
         await client.close()
     }
 
+    /// Lazy Pirate through real sockets: an attempt the owner leaves unanswered is sent again,
+    /// on a fresh socket, with the same request id, and the answer to it is the reply.
+    @Test func anUnansweredAttemptIsSentAgainWithTheSameRequestID() async throws {
+        let run = try TestRunDirectory()
+        let owner = try BusClient(source: "owner", runDirectory: run.runDirectory, logger: Logger(label: "owner"))
+        let caller = try BusClient(source: "caller", runDirectory: run.runDirectory, logger: Logger(label: "caller"))
+        let commands = try await owner.serve(endpoint: TranscriptCommand.endpoint)
+        let answering = Task {
+            var requestIDs: [String] = []
+            for await command in commands {
+                requestIDs.append(command.requestID)
+                // The first attempt is left unanswered, as by an owner paused or restarting.
+                guard requestIDs.count == 2 else { continue }
+                try owner.reply(to: command, encodedBody: try JSONEncoder().encode(TranscriptCommand.Reply(entries: [], revision: 7)))
+                break
+            }
+            return requestIDs
+        }
+        let reply = try await caller.request(TranscriptCommand.self, .init(limit: 1), requestID: "r-1", timeout: .milliseconds(300), attempts: 3)
+        #expect(reply.revision == 7)
+        #expect(try await answering.value == ["r-1", "r-1"])
+        await caller.close()
+        await owner.close()
+    }
+
+    /// A task that stops waiting is answered at once, whether it waits for a command's reply
+    /// or for a subscription's confirmation from a proxy that is not there.
+    @Test func aCancelledWaitEndsAtOnce() async throws {
+        let run = try TestRunDirectory()
+        let client = try BusClient(source: "waiter", runDirectory: run.runDirectory, logger: Logger(label: "waiter"))
+        let clock = ContinuousClock()
+        let started = clock.now
+        let request = Task { try await client.request(TranscriptCommand.self, .init(limit: 1), timeout: .seconds(30), attempts: 1) }
+        let confirmation = Task { try await client.subscribe(to: ["conv."], confirm: true, timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(200))
+        request.cancel()
+        confirmation.cancel()
+        await #expect(throws: BusError.cancelled) { _ = try await request.value }
+        await #expect(throws: BusError.cancelled) { _ = try await confirmation.value }
+        #expect(started.duration(to: clock.now) < .seconds(10), "each wait ended when cancelled, not at its 30 s deadline")
+        await client.close()
+    }
+
     /// What a publisher that must not lose messages relies on: it hears when the proxy goes
     /// (a restarted proxy has lost what was in flight) and when a subscriber is back.
     @Test func subscriberPresenceFollowsTheProxyAndTheSubscribers() async throws {

@@ -1,8 +1,8 @@
 import FoundationEssentials
 public import Logging
 import NIOCore
-import NIOSSL
 import NIOHTTP1
+import NIOSSL
 import NIOWebSocket
 import OpenClawWire
 import Synchronization
@@ -145,8 +145,6 @@ actor ConnectionDriver {
     /// Who connd connects as: the same for every status.
     private let identity: ConnectionIdentity
     private let lifecycle: LifecycleSettings
-    /// What suspended the connection, while suspended.
-    private var suspendReason: SuspendReason?
     private var frontEnds = FrontEndTracker()
     /// Forgets the front ends whose presence lapsed, when the first of them is due.
     private var expiryTask: Task<Void, Never>?
@@ -194,51 +192,18 @@ actor ConnectionDriver {
         let accepted =
             switch action {
             case .reconnect: handle(.manualReconnect)
-            case .suspend: suspend(.command)
-            case .resume: resume(ifSuspendedBy: nil)
+            case .suspend: handle(.suspend(.command))
+            case .resume: handle(.resume(.command))
             }
         return ConnectionCommand.Reply(accepted: accepted, phase: machine.state.phase)
     }
 
     // MARK: Suspend and resume
 
-    /// Suspends for `reason`. Already suspended for another reason, the stronger of the two
-    /// (a command over sleep over idle) stays, as it decides what may resume the connection;
-    /// already suspended for the same reason, refused.
-    private func suspend(_ reason: SuspendReason) -> Bool {
-        if machine.state == .suspended {
-            guard let current = suspendReason, current != reason else { return false }
-            if reason.strength > current.strength {
-                suspendReason = reason
-                publish()
-            }
-            return true
-        }
-        let previous = suspendReason
-        suspendReason = reason
-        guard handle(.suspend) else {
-            suspendReason = previous
-            return false
-        }
-        return true
-    }
-
-    /// Resumes a suspended connection; with `reason`, only if that is what suspended it.
-    private func resume(ifSuspendedBy reason: SuspendReason?) -> Bool {
-        guard machine.state == .suspended else { return handle(.resume) }
-        if let reason, suspendReason != reason { return false }
-        suspendReason = nil
-        return handle(.resume)
-    }
-
     /// logind: the machine is about to sleep (true) or woke (false).
     func machineSleeps(_ sleeping: Bool) {
         logger.notice(sleeping ? "the machine is going to sleep: suspending" : "the machine woke")
-        if sleeping {
-            _ = suspend(.sleep)
-        } else {
-            _ = resume(ifSuspendedBy: .sleep)
-        }
+        handle(sleeping ? .suspend(.sleep) : .resume(.sleep))
     }
 
     /// Follows front ends' presence: the first to arrive resumes an idle suspend; when the
@@ -285,9 +250,9 @@ actor ConnectionDriver {
         case .firstArrived:
             idleTask?.cancel()
             idleTask = nil
-            if suspendReason == .idle {
+            if machine.state == .suspended(.idle) {
                 logger.info("a front end arrived: resuming")
-                _ = resume(ifSuspendedBy: .idle)
+                handle(.resume(.idle))
             }
         case .lastLeft:
             guard let grace = lifecycle.idleSuspendAfter else { return }
@@ -306,7 +271,7 @@ actor ConnectionDriver {
         idleTask = nil
         guard frontEnds.count == 0 else { return }
         logger.notice("no front end for the grace period: suspending")
-        _ = suspend(.idle)
+        handle(.suspend(.idle))
     }
 
     // MARK: Events and actions
@@ -405,7 +370,7 @@ actor ConnectionDriver {
             phase: state.phase, url: configuration.url, epoch: machine.epoch,
             connectionID: state == .connected ? "\(instance)-\(machine.epoch)" : nil, attempt: state.attempt,
             nextAttemptAt: state == .connected ? nil : nextAttemptAt, lastError: state == .connected ? nil : machine.lastProblem?.detail,
-            failure: state.failure, identity: identity, suspendReason: state == .suspended ? suspendReason : nil,
+            failure: state.failure, identity: identity, suspendReason: state.suspendReason,
             gateway: state == .connected ? gateway : nil)
         do {
             try bus.retain(status, on: .connectionState)
@@ -608,14 +573,7 @@ actor ConnectionDriver {
             }
             return ConnectionProblem(.unreachable, "the gateway at \(url) refused the WebSocket upgrade")
         }
-        let description = String(reflecting: error)
-        if error is NIOSSLError || error is BoringSSLError || description.contains("NIOSSL") {
-            if description.contains("CERTIFICATE_VERIFY_FAILED") {
-                return ConnectionProblem(
-                    .tls, "TLS with \(url) failed: the gateway's certificate could not be verified (untrusted issuer, wrong name or expired)")
-            }
-            return ConnectionProblem(.tls, "TLS with \(url) failed: \(error)")
-        }
+        if let problem = TLSFailure.problem(error, url: url) { return problem }
         if let error = error as? IOError {
             return ConnectionProblem(.unreachable, "cannot reach the gateway at \(url): \(error.description)")
         }
@@ -711,17 +669,6 @@ actor ConnectionDriver {
                 continue
             }
             handle(.credentialChanged)
-        }
-    }
-}
-
-extension SuspendReason {
-    /// Which reason wins when two apply: the stronger needs more to resume.
-    var strength: Int {
-        switch self {
-        case .idle: 0
-        case .sleep: 1
-        case .command: 2
         }
     }
 }

@@ -42,8 +42,10 @@ public struct ConnectionStateMachine: Sendable {
         case connected
         /// Trying to connect again after losing a connection.
         case reconnecting(attempt: Int, inFlight: Bool)
-        /// Closed on purpose until a resume: "Disconnected (app suspended)".
-        case suspended
+        /// Closed on purpose until a resume: "Disconnected (app suspended)". Of the reasons
+        /// given, the strongest is kept (a command over sleep over idle): it decides what may
+        /// resume the connection.
+        case suspended(SuspendReason)
         /// No usable network path; no attempts are spent until one returns.
         case waitingForNetwork
         /// Given up; only a manual reconnect, a network change, a resume or (for a rejected
@@ -61,8 +63,12 @@ public struct ConnectionStateMachine: Sendable {
         case networkLost
         /// A usable path appeared, or the primary interface changed (`interfaceChanged`).
         case networkAvailable(interfaceChanged: Bool)
-        case suspend
-        case resume
+        /// Suspend, for a reason: a command, the machine going to sleep, no front end left.
+        case suspend(SuspendReason)
+        /// What would resume a suspended connection: a resume command (`command`) resumes
+        /// whatever suspended it; the machine waking (`sleep`) and a front end arriving (`idle`)
+        /// resume only what they suspended.
+        case resume(SuspendReason)
         case manualReconnect
         case credentialChanged
         /// In `failed` (unreachable or retries exhausted), the slow knock found the
@@ -193,14 +199,16 @@ public struct ConnectionStateMachine: Sendable {
             state = .reconnecting(attempt: attempt, inFlight: true)
             return .to(.connect(attempt: attempt))
 
-        case (.suspended, .suspend):
-            return .refused
-        case (_, .suspend):
+        case (.suspended(let current), .suspend(let reason)):
+            guard reason != current else { return .refused }
+            if reason.strength > current.strength { state = .suspended(reason) }
+            return .to()
+        case (_, .suspend(let reason)):
             let actions = teardown(graceful: true)
-            state = .suspended
+            state = .suspended(reason)
             return Transition(accepted: true, actions: actions)
 
-        case (.suspended, .resume):
+        case (.suspended(let current), .resume(let cause)) where cause == .command || cause == current:
             return beginConnecting()
 
         case (.suspended, .manualReconnect):
@@ -375,6 +383,23 @@ extension ConnectionStateMachine.State {
     public var failure: ConnectionFailure? {
         if case .failed(let failure) = self { return failure }
         return nil
+    }
+
+    /// Why the connection is suspended, while it is.
+    public var suspendReason: SuspendReason? {
+        if case .suspended(let reason) = self { return reason }
+        return nil
+    }
+}
+
+extension SuspendReason {
+    /// Which reason wins when two apply: the stronger needs more to resume.
+    var strength: Int {
+        switch self {
+        case .idle: 0
+        case .sleep: 1
+        case .command: 2
+        }
     }
 }
 

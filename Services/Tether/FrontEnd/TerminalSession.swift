@@ -63,7 +63,7 @@ public final class TerminalSession: Sendable {
             do {
                 let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
                 if reply.status == .failed { report("not sent: the message was refused") }
-            } catch let error as BusError where error.wentUnanswered {
+            } catch where error.wentUnanswered {
                 report("not confirmed: " + Conversation.unansweredSend)
             } catch {
                 report("not sent: \(error)")
