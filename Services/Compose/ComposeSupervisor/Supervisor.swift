@@ -38,22 +38,19 @@ public actor Supervisor {
     private let logger: Logger
     private let variables: [String: String]
     private let startedAt = Date()
-    private var statuses: [String: ProgramStatus] = [:]
-    private var stopRequests: [String: AsyncStream<Void>.Continuation] = [:]
-    /// The pid of the latest heartbeat seen from each program.
-    private var heartbeats: [String: Int32] = [:]
-    /// For each readiness topic, the pids that published on it.
-    private var publishers: [String: Set<Int32>] = [:]
-    /// Programs with a supervising task (running, starting or waiting to restart).
-    private var supervised: Set<String> = []
-    /// Programs being restarted on request: their next exit is not judged by their policy.
-    private var restartRequested: Set<String> = []
-    private var shuttingDown = false
-    private var announcedReady = false
     private let output = OutputWriter()
-    /// Programs to supervise: every program once, and again when `restart` asks for one that stopped.
-    private let launches: AsyncStream<ProgramSpec>.Continuation
-    private let launchRequests: AsyncStream<ProgramSpec>
+    /// What decides; everything below carries out its actions.
+    private var machine: SupervisorMachine
+    /// The statuses last written to the state file.
+    private var written: [ProgramStatus] = []
+    /// Each program's current run.
+    private var processes: [String: ProgramProcess] = [:]
+    /// Runs started while handling an event, whose output and exit are still to be followed.
+    private var newRuns: [(name: String, process: ProgramProcess)] = []
+    private var finished = false
+    /// Every event for the machine, from the processes, the bus, the signals and the timer.
+    private let events: AsyncStream<SupervisorMachine.Event>
+    private let input: AsyncStream<SupervisorMachine.Event>.Continuation
 
     public init(options: Options, logger: Logger) throws {
         self.options = options
@@ -65,8 +62,8 @@ public actor Supervisor {
         variables["TETHER_RUN"] = options.runDirectory.path
         variables["TETHER_COMPOSE_DIR"] = URL(fileURLWithPath: options.composeFile).deletingLastPathComponent().path
         self.variables = variables
-        for program in file.programs { statuses[program.name] = ProgramStatus(name: program.name) }
-        (launchRequests, launches) = AsyncStream<ProgramSpec>.makeStream()
+        self.machine = SupervisorMachine(programs: file.programs, stopDeadline: options.stopDeadline, now: .now)
+        (events, input) = AsyncStream<SupervisorMachine.Event>.makeStream()
     }
 
     /// Runs the set until SIGTERM or SIGINT, then stops it.
@@ -83,35 +80,60 @@ public actor Supervisor {
         }
         let beats = try await bus.subscribe(to: [Topic.heartbeat.name] + readinessTopics)
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sigusr1)
+        let input = self.input
 
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.watchReadiness(beats) }
+            group.addTask { await Self.forwardReadiness(beats, to: input) }
             group.addTask {
                 for await signal in signals {
                     if signal == .sigusr1 {
-                        await self.handleRequests()
-                        continue
+                        await self.readRequests()
+                    } else {
+                        await self.log("received \(signal): stopping the set")
+                        input.yield(.stopRequested)
                     }
-                    await self.log("received \(signal): stopping the set")
-                    await self.beginShutdown()
-                    return
                 }
             }
-            group.addTask {
-                for program in self.file.programs {
-                    guard await self.waitForDependencies(of: program) else { return }
-                    await self.launch(program)
+            var timer: (due: ContinuousClock.Instant, task: Task<Void, Never>)?
+            input.yield(.begin)
+            for await event in events {
+                handle(event)
+                for run in newRuns { group.addTask { await self.follow(run.name, run.process) } }
+                newRuns.removeAll()
+                if statuses != written { writeState() }
+                if finished { break }
+                // One timer, for the machine's next deadline.
+                let due = machine.nextDeadline
+                if due != timer?.due {
+                    timer?.task.cancel()
+                    timer = due.map { due in
+                        (due, Task { if (try? await Task.sleep(until: due)) != nil { input.yield(.timePassed) } })
+                    }
                 }
             }
-            for await program in launchRequests {
-                group.addTask { await self.supervise(program) }
-            }
-            await stopAll()
+            timer?.task.cancel()
             group.cancelAll()
         }
         await bus.close()
         writeState()
         withExtendedLifetime(lock) {}
+    }
+
+    private var statuses: [ProgramStatus] { machine.statuses }
+
+    /// Feeds the machine and carries out what it decides.
+    private func handle(_ event: SupervisorMachine.Event) {
+        if case .exited(let name, let pid, _) = event, processes[name]?.pid == pid { processes[name] = nil }
+        for action in machine.handle(event, now: .now) {
+            switch action {
+            case .spawn(let name): spawn(name)
+            case .signal(let name, let pid, let signal):
+                if let process = processes[name], process.pid == pid { process.signalGroup(signal) }
+            case .checkConnections(let name, let pid): checkConnections(name, pid: pid)
+            case .log(let message): log(message)
+            case .finished: finished = true
+            }
+        }
     }
 
     // MARK: Starting
@@ -125,179 +147,39 @@ public actor Supervisor {
         }
     }
 
-    /// Waits until every dependency is ready; false when the set is shutting down meanwhile.
-    private func waitForDependencies(of program: ProgramSpec) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        var warned = false
-        while !shuttingDown {
-            let waiting = program.dependsOn.filter { statuses[$0]?.ready != true }
-            if waiting.isEmpty { return true }
-            if ContinuousClock.now > deadline && !warned {
-                log("\(program.name) still waits for \(waiting.joined(separator: ", ")) to be ready")
-                warned = true
-            }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return false
-    }
-
-    private func launch(_ program: ProgramSpec) {
-        guard !shuttingDown, supervised.insert(program.name).inserted else { return }
-        launches.yield(program)
-    }
-
-    private func beginShutdown() {
-        shuttingDown = true
-        launches.finish()
-    }
-
-    // MARK: Requests
-
-    /// Carries out the requests `tether-compose restart` left in the requests folder.
-    private func handleRequests() {
-        let folder = paths.requests
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        for name in names.sorted() {
-            let path = folder + "/" + name
-            let request = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            try? FileManager.default.removeItem(atPath: path)
-            let words = request.split(separator: " ").map(String.init)
-            guard words.count == 2, words[0] == "restart", let program = file.programs.first(where: { $0.name == words[1] }) else {
-                log("ignored a request: '\(request)'")
-                continue
-            }
-            restart(program)
-        }
-    }
-
-    /// Stops the program (SIGTERM, then SIGKILL after the deadline) and starts it again,
-    /// whatever its policy; starts it if it had stopped for good.
-    private func restart(_ program: ProgramSpec) {
-        log("restart of \(program.name) requested")
-        if let stop = stopRequests[program.name] {
-            restartRequested.insert(program.name)
-            update(program.name) { $0.phase = .stopping }
-            stop.yield()
-        } else if !supervised.contains(program.name) {
-            update(program.name) { $0.restarts += 1 }
-            launch(program)
-        }
-        // Otherwise it is waiting out its backoff and starts shortly anyway.
-    }
-
-    // MARK: Supervising one program
-
-    private func supervise(_ program: ProgramSpec) async {
-        var delay = Duration.milliseconds(500)
-        var budget = program.restartLimit
-        let clock = ContinuousClock()
-        let origin = clock.now
-        var finalPhase = ProgramStatus.Phase.stopped
-        while !shuttingDown {
-            let started = clock.now
-            let status = await run(program)
-            let description = status?.description ?? "could not be started"
-            update(program.name) {
-                $0.phase = .exited
-                $0.pid = nil
-                $0.ready = false
-                $0.lastExit = description
-            }
-            guard !shuttingDown else { break }
-            if restartRequested.remove(program.name) != nil {
-                log("\(program.name) \(description); restarting it as asked")
-                update(program.name) { $0.restarts += 1 }
-                delay = .milliseconds(500)
-                continue
-            }
-            let exitCode: Int32? = if case .exited(let code) = status { code } else { nil }
-            guard program.restart.restarts(afterExitStatus: status == nil ? 1 : exitCode) else {
-                log("\(program.name) \(description); restart policy '\(program.restart.rawValue)' leaves it stopped")
-                finalPhase = .exited
-                break
-            }
-            let elapsed = origin.duration(to: clock.now)
-            guard budget.spend(at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) else {
-                log("\(program.name) \(description); it was restarted \(budget.limit) times within \(Int(budget.window)) s: giving up (restart it with 'restart \(program.name)')")
-                finalPhase = .failed
-                break
-            }
-            // A program that ran a while gets a fresh backoff; one that keeps dying waits longer each time.
-            if started.duration(to: clock.now) > .seconds(10) { delay = .milliseconds(500) }
-            log("\(program.name) \(description); restarting in \(delay)")
-            update(program.name) { $0.phase = .backoff }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(10))
-            update(program.name) { $0.restarts += 1 }
-        }
-        supervised.remove(program.name)
-        update(program.name) { $0.phase = finalPhase }
-    }
-
-    /// Runs the program once; its exit status, or nil when it could not be started.
-    private func run(_ program: ProgramSpec) async -> ExitStatus? {
-        let command: [String]
-        do {
-            command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
-        } catch {
-            log("\(program.name): \(error)")
-            return nil
-        }
-        let executable = Self.locate(command[0], binaryDirectory: options.binaryDirectory)
-        update(program.name) {
-            $0.phase = .starting
-            $0.startedAt = Date()
-        }
-        var environment = ProcessInfo.processInfo.environment
-        environment["TETHER_RUN"] = options.runDirectory.path
-        environment[SupervisorWatch.environmentVariable] = "\(getpid())"
+    /// Starts one run of the program and tells the machine how that went, at once: its exit
+    /// can only be reported after that.
+    private func spawn(_ name: String) {
+        guard let program = file.programs.first(where: { $0.name == name }) else { return }
         let process: ProgramProcess
         do {
-            process = try ProgramProcess(executable: executable, arguments: Array(command.dropFirst()), environment: environment)
+            let command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
+            var environment = ProcessInfo.processInfo.environment
+            environment["TETHER_RUN"] = options.runDirectory.path
+            environment[SupervisorWatch.environmentVariable] = "\(getpid())"
+            process = try ProgramProcess(
+                executable: Self.locate(command[0], binaryDirectory: options.binaryDirectory), arguments: Array(command.dropFirst()),
+                environment: environment)
         } catch {
-            log("\(program.name): \(error)")
-            return nil
+            handle(.spawnFailed(name, reason: "\(error)"))
+            return
         }
-        let (stopStream, stopContinuation) = AsyncStream<Void>.makeStream()
-        stopRequests[program.name] = stopContinuation
-        started(program, pid: process.pid)
-        let logFile = LogFile(path: paths.log(program.name))
-        let output = self.output
-        let attached = options.attached
-        let deadline = options.stopDeadline
-        let status = await withTaskGroup(of: Void.self) { group -> ExitStatus in
-            group.addTask {
-                for await _ in stopStream {
-                    process.signalGroup(SIGTERM)
-                    try? await Task.sleep(for: deadline)
-                    process.signalGroup(SIGKILL)
-                    return
-                }
-            }
-            group.addTask { await self.awaitReadiness(program, pid: process.pid) }
-            var status = ExitStatus.exited(-1)
-            for await event in process.events {
-                switch event {
-                case .line(let line):
-                    logFile.write(line)
-                    if attached { output.write(program.name, line) }
-                case .exited(let exit):
-                    status = exit
-                }
-            }
-            group.cancelAll()
-            return status
-        }
-        stopRequests[program.name] = nil
-        return status
+        processes[name] = process
+        newRuns.append((name, process))
+        handle(.spawned(name, pid: process.pid, at: Date()))
     }
 
-    private func started(_ program: ProgramSpec, pid: Int32) {
-        log("started \(program.name) (pid \(pid))")
-        update(program.name) {
-            $0.phase = .running
-            $0.pid = pid
-            $0.ready = program.ready == .none
+    /// Copies a run's output to its log (and to standard output when attached) and reports its exit.
+    private nonisolated func follow(_ name: String, _ process: ProgramProcess) async {
+        let logFile = LogFile(path: paths.log(name))
+        for await event in process.events {
+            switch event {
+            case .line(let line):
+                logFile.write(line)
+                if options.attached { output.write(name, line) }
+            case .exited(let status):
+                input.yield(.exited(name, pid: process.pid, status: status))
+            }
         }
     }
 
@@ -313,39 +195,49 @@ public actor Supervisor {
         return beside
     }
 
-    // MARK: Readiness
+    // MARK: Requests
 
-    private func awaitReadiness(_ program: ProgramSpec, pid: Int32) async {
-        while !Task.isCancelled {
-            let ready: Bool =
-                switch program.ready {
-                case .none: true
-                case .heartbeat: heartbeats[Self.programName(program)] == pid
-                case .topic(let topic): publishers[topic]?.contains(pid) == true
-                case .tcp(let address): (try? ComposeFile.expand(address, variables: variables)).map(Self.acceptsConnections) ?? false
-                }
-            if ready {
-                update(program.name) { if $0.pid == pid { $0.ready = true } }
-                return
+    /// Reads the requests `tether-compose restart` left in the requests folder (SIGUSR1 says
+    /// there are some) and hands them to the machine.
+    private func readRequests() {
+        let folder = paths.requests
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        for name in names.sorted() {
+            let path = folder + "/" + name
+            let request = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            try? FileManager.default.removeItem(atPath: path)
+            let words = request.split(separator: " ").map(String.init)
+            guard words.count == 2, words[0] == "restart", file.programs.contains(where: { $0.name == words[1] }) else {
+                log("ignored a request: '\(request)'")
+                continue
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            input.yield(.restartRequested(words[1]))
         }
     }
 
-    private func watchReadiness(_ messages: BusSubscription) async {
+    // MARK: Readiness
+
+    /// Heartbeats and publications on readiness topics, as events for the machine.
+    private static func forwardReadiness(_ messages: BusSubscription, to input: AsyncStream<SupervisorMachine.Event>.Continuation) async {
         for await message in messages {
             if message.topic == .heartbeat {
                 guard let beat = try? message.decode(Heartbeat.self) else { continue }
-                heartbeats[beat.program] = beat.pid
+                input.yield(.heartbeat(program: beat.program, pid: beat.pid))
             } else if let pid = message.header.pid {
-                publishers[message.topic.name, default: []].insert(pid)
+                input.yield(.published(topic: message.topic.name, pid: pid))
             }
         }
     }
 
-    /// The name a program's heartbeat carries: its executable's name.
-    private static func programName(_ program: ProgramSpec) -> String {
-        String(program.command[0].split(separator: "/").last ?? "")
+    /// Tries a TCP connection to the program's address off the actor, and reports one that is taken.
+    private func checkConnections(_ name: String, pid: Int32) {
+        guard case .tcp(let template) = file.programs.first(where: { $0.name == name })?.ready,
+            let address = try? ComposeFile.expand(template, variables: variables)
+        else { return }
+        let input = self.input
+        Task.detached {
+            if Self.acceptsConnections(address) { input.yield(.acceptsConnections(name, pid: pid)) }
+        }
     }
 
     private static func acceptsConnections(_ address: String) -> Bool {
@@ -363,39 +255,11 @@ public actor Supervisor {
         }
     }
 
-    // MARK: Stopping
-
-    /// Stops the programs in reverse start order, each within the stop deadline.
-    private func stopAll() async {
-        for program in file.programs.reversed() {
-            guard let stop = stopRequests[program.name] else { continue }
-            log("stopping \(program.name)")
-            update(program.name) { $0.phase = .stopping }
-            stop.yield()
-            while stopRequests[program.name] != nil {
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
-    }
-
     // MARK: State
 
-    private func update(_ name: String, _ change: (inout ProgramStatus) -> Void) {
-        guard var status = statuses[name] else { return }
-        change(&status)
-        statuses[name] = status
-        writeState()
-        if !announcedReady && statuses.values.allSatisfy(\.ready) {
-            announcedReady = true
-            log("all \(statuses.count) programs are ready")
-        }
-    }
-
     private func writeState() {
-        paths.write(
-            ComposeState(
-                supervisorPID: getpid(), file: options.composeFile, startedAt: startedAt,
-                programs: file.programs.compactMap { statuses[$0.name] }))
+        written = statuses
+        paths.write(ComposeState(supervisorPID: getpid(), file: options.composeFile, startedAt: startedAt, programs: written))
     }
 
     private func log(_ message: String) {
