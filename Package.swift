@@ -169,7 +169,10 @@ let package = Package(
         )
         + program(
             "tether-protod", library: "ProtocolHandler", folder: "Protod",
-            dependencies: ["OpenClawWire", "TetherBus", "TetherSchema", "TetherWire", "TetherService", "TetherStorage", .logging, .serviceLifecycle, .grdb, .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "OpenClawWire", "TetherBus", "TetherSchema", "TetherWire", "TetherService", "TetherStorage", .logging, .serviceLifecycle, .grdb,
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         )
         + program(
             "tether-snapd", library: "SnapshotStore", folder: "Snapd",
@@ -248,7 +251,8 @@ let package = Package(
             .testTarget(
                 name: "ServiceLogicTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy", "TetherService", "TetherTesting", "OpenClawWire", "DevGateway", "WebFrontEnd",
+                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy",
+                    "TetherService", "TetherTesting", "OpenClawWire", "DevGateway", "WebFrontEnd",
                     "TetherBus", "TetherSchema", "TetherStorage", "TetherWire", .argumentParser, .logging, .serviceLifecycle, .grdb,
                     .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 ],

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import FoundationEssentials
 public import Logging
 import Synchronization
 public import TetherSchema
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A program's connection to the Tether bus.
 ///
@@ -208,7 +209,8 @@ public final class BusClient: Sendable {
         let status = String(decoding: reply[1], as: UTF8.self)
         guard status == "ok" else {
             // `{"code", "message"}`; an owner of an older version answers in words only.
-            let error = (try? JSONDecoder().decode(CommandErrorReply.self, from: Data(reply[2])))
+            let error =
+                (try? JSONDecoder().decode(CommandErrorReply.self, from: Data(reply[2])))
                 ?? CommandErrorReply(.failed, String(decoding: reply[2], as: UTF8.self))
             throw .remote(endpoint: Command.endpoint, error: error)
         }
@@ -244,7 +246,10 @@ public final class BusClient: Sendable {
 
     /// Answers a command with an error: `{"code", "message"}`.
     public func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError) {
-        try post(.reply(name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("error".utf8), Array(CommandErrorReply.encoded(error))]))
+        try post(
+            .reply(
+                name: command.endpoint, frames: [command.identity, Array(command.requestID.utf8), Array("error".utf8), Array(CommandErrorReply.encoded(error))])
+        )
     }
 
     // MARK: Lifetime

@@ -1,4 +1,5 @@
 public import TetherSchema
+
 /// An error from the bus client.
 public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
     private enum Code: Sendable, Equatable {

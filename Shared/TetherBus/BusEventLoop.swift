@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CZeroMQ
 import FoundationEssentials
 import Logging
 import Synchronization
 import TetherSchema
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The thread that owns a ``BusClient``'s sockets and runs `zmq_poll` over them and the mailbox.
 final class BusEventLoop {

@@ -1,6 +1,6 @@
 public import FoundationEssentials
-public import TetherSchema
 import Synchronization
+public import TetherSchema
 
 /// A message received from the bus: topic, header and JSON body.
 public struct BusMessage: Sendable {

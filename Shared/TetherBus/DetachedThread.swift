@@ -1,7 +1,8 @@
+import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLinux
 
 /// Starts a thread of its own that runs `body` once and ends: for a blocking loop that owns
 /// something not thread-safe (a ZeroMQ socket) or waits on a descriptor, so nothing else
@@ -16,12 +17,14 @@ public func startDetachedThread(name: String, _ body: @escaping @Sendable () -> 
     defer { pthread_attr_destroy(&attributes) }
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     var thread = pthread_t()
-    let result = pthread_create(&thread, &attributes, { context in
-        let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-        _ = tether_name_this_thread(body.name)
-        body.run()
-        return nil
-    }, context)
+    let result = pthread_create(
+        &thread, &attributes,
+        { context in
+            let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+            _ = tether_name_this_thread(body.name)
+            body.run()
+            return nil
+        }, context)
     // Out of threads or memory: nothing in a program can go on sensibly without its loop.
     precondition(result == 0, "cannot start the thread \(name): \(String(cString: strerror(result)))")
 }

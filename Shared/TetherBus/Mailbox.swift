@@ -1,8 +1,9 @@
+import CLinux
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLinux
-import Synchronization
 
 /// Operations handed from any thread to the thread that owns the sockets.
 ///

@@ -1,8 +1,9 @@
+public import FoundationEssentials
+import TetherWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-public import FoundationEssentials
-import TetherWire
 
 /// The private directory where the bus endpoints, locks and program state live.
 ///

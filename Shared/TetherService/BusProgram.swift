@@ -23,7 +23,9 @@ public enum BusProgram {
         let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, remote: remote, logger: logger)
         let services = try await makeServices(bus, logger)
         try await run(
-            [BusClientService(bus: bus)] + services + [HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, stateChanged: stateChanged, counters: counters)],
+            [BusClientService(bus: bus)] + services + [
+                HeartbeatService(bus: bus, program: name, state: state ?? { "running" }, stateChanged: stateChanged, counters: counters)
+            ],
             logger: logger)
     }
 

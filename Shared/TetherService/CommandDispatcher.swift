@@ -1,7 +1,7 @@
+import FoundationEssentials
+public import Logging
 public import TetherBus
 public import TetherSchema
-public import Logging
-import FoundationEssentials
 
 /// An error a command handler returns to its caller, in words.
 public struct CommandError: Error, CustomStringConvertible, Sendable {
@@ -71,7 +71,8 @@ public struct CommandDispatcher: Sendable {
                     default: CommandErrorReply(.failed, "\(error)")
                     }
                 logger.warning(
-                    "command refused", metadata: ["command.method": "\(command.method)", "command.code": "\(reply.code.rawValue)", "command.error": "\(reply.message)"])
+                    "command refused",
+                    metadata: ["command.method": "\(command.method)", "command.code": "\(reply.code.rawValue)", "command.error": "\(reply.message)"])
                 try? bus.reply(to: command, error: reply)
             }
         }

@@ -1,8 +1,8 @@
+import FoundationEssentials
 public import ServiceLifecycle
+import Synchronization
 public import TetherBus
 import TetherSchema
-import FoundationEssentials
-import Synchronization
 
 /// Publishes the program's ``Heartbeat``, retained (so `tether status` and the tap have it
 /// as soon as they subscribe): at start, at once when its state changes, it counts a drop or

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 public import TetherBus
 import TetherSchema
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Announces a front end on the bus while it runs, so that connd knows one is attached:
 /// a presence every second, and one saying it leaves when it stops.

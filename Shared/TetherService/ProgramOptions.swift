@@ -1,11 +1,13 @@
 public import ArgumentParser
+import FoundationEssentials
 public import Logging
 public import TetherBus
-import FoundationEssentials
 
 /// Options every Tether program takes.
 public struct ProgramOptions: ParsableArguments, Sendable {
-    @Option(name: .customLong("run-dir"), help: "The run directory with the bus endpoints (default: $TETHER_RUN, else $XDG_RUNTIME_DIR/tether, else /tmp/tether-$UID).")
+    @Option(
+        name: .customLong("run-dir"),
+        help: "The run directory with the bus endpoints (default: $TETHER_RUN, else $XDG_RUNTIME_DIR/tether, else /tmp/tether-$UID).")
     public var runDirectory: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLinux
 import Synchronization
 import TetherBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a program's process ended.
 public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 public import ArgumentParser
-public import Logging
 public import FoundationEssentials
+public import Logging
 public import TetherBus
 
 /// CURVE key files: the secret key on the first line, mode 0600.
@@ -42,7 +42,10 @@ public struct RemoteBusOptions: ParsableArguments, Sendable {
         help: "That bus's public key, as 'tether-bus key FILE' printed it there (default: $TETHER_BUS_SERVER_KEY).")
     public var busServerKey: String?
 
-    @Option(help: "This program's secret key file (0600), made with 'tether-bus key FILE'; its public key must be in the bus's allow-list (default: $TETHER_BUS_KEY).")
+    @Option(
+        help:
+            "This program's secret key file (0600), made with 'tether-bus key FILE'; its public key must be in the bus's allow-list (default: $TETHER_BUS_KEY)."
+    )
     public var busKey: String?
 
     public init() {}

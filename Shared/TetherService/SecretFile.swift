@@ -1,9 +1,10 @@
+import FoundationEssentials
+import TetherBus
+import TetherWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
-import TetherWire
-import TetherBus
 
 /// An error reading a secret.
 public struct SecretFileError: Error, CustomStringConvertible, Sendable {

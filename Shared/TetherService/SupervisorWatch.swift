@@ -1,11 +1,12 @@
+import CLinux
+import FoundationEssentials
+public import Logging
+public import ServiceLifecycle
+import TetherBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLinux
-import FoundationEssentials
-import TetherBus
-public import Logging
-public import ServiceLifecycle
 
 /// A program started by a compose supervisor stops when the supervisor is gone (killed,
 /// crashed), as it would stop with it: nothing is left running without the supervisor that

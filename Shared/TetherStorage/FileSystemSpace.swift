@@ -1,5 +1,6 @@
 import Foundation
 import TetherBus
+
 #if canImport(Glibc)
 import Glibc
 #endif

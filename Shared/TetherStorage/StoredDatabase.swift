@@ -84,17 +84,18 @@ public enum StoredDatabase {
         restoreLength(of: path)
         guard let queue = try? DatabaseQueue(path: path) else { return [] }
         defer { try? queue.close() }
-        return (try? queue.read { db -> [Row] in
-            if let rows = try? Row.fetchAll(db, sql: query) { return rows }
-            let highest = (try? Int.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(table)")) ?? nil
-            var rows: [Row] = []
-            for rowid in 1...min(max(highest ?? 10_000, 1), 1_000_000) {
-                if let row = try? Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE rowid = ? AND (\(filter))", arguments: [rowid]) {
-                    rows.append(row)
+        return
+            (try? queue.read { db -> [Row] in
+                if let rows = try? Row.fetchAll(db, sql: query) { return rows }
+                let highest = (try? Int.fetchOne(db, sql: "SELECT MAX(rowid) FROM \(table)")) ?? nil
+                var rows: [Row] = []
+                for rowid in 1...min(max(highest ?? 10_000, 1), 1_000_000) {
+                    if let row = try? Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE rowid = ? AND (\(filter))", arguments: [rowid]) {
+                        rows.append(row)
+                    }
                 }
-            }
-            return rows
-        }) ?? []
+                return rows
+            }) ?? []
     }
 
     /// Gives a truncated file back the length its header says, in zeros: SQLite reads

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import SnapshotStore
@@ -9,6 +6,10 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The measurements, each beside its baseline taken in the same run.
 struct Bench {
@@ -201,7 +202,9 @@ struct Bench {
     /// Round trips through the whole set and through a direct client; returns the direct
     /// client's WebSocket handshake times, the baseline of the reconnect rows, its round trips
     /// and the rate at which it reads a streamed reply (the chunks row's baseline).
-    private func measureRoundTrips(set: ComposedSet, client: BusClient, into table: inout BenchTable) async throws -> (
+    private func measureRoundTrips(
+        set: ComposedSet, client: BusClient, into table: inout BenchTable
+    ) async throws -> (
         handshakes: Samples, direct: Samples, streamRate: Double
     ) {
         // The gateway has one conversation: the set steps aside while the direct client talks.
@@ -311,7 +314,11 @@ struct Bench {
             let attached = try await client.subscribe(to: [Topic.frontEndsAttached.name])
             try await withDeadline(.seconds(60), "waiting for \(frontEnds) front ends to attach") {
                 for await message in attached {
-                    if let list = try? message.decode(AttachedFrontEnds.self), list.frontEnds.filter({ $0.frontEnd == "tether watch" && $0.state == .active }).count >= frontEnds { return }
+                    if let list = try? message.decode(AttachedFrontEnds.self),
+                        list.frontEnds.filter({ $0.frontEnd == "tether watch" && $0.state == .active }).count >= frontEnds
+                    {
+                        return
+                    }
                 }
             }
             let samples = try await roundTrips(client: client, count: count, warmup: 10)
@@ -471,7 +478,8 @@ struct Bench {
 
     private func measureLinkUp(handshake: Samples, environment: [String: String], into table: inout BenchTable) async throws {
         if let reason = NetworkNamespace.unavailableReason {
-            table.add(BenchRow(measurement: "reconnect after the link comes back", tether: "not measured: \(reason)", baseline: "—", target: "≤ 100 ms", met: nil))
+            table.add(
+                BenchRow(measurement: "reconnect after the link comes back", tether: "not measured: \(reason)", baseline: "—", target: "≤ 100 ms", met: nil))
             return
         }
         let namespace = try NetworkNamespace()

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 
 /// A process's CPU time, wakeups and memory, from /proc.
 struct ProcessUsage {

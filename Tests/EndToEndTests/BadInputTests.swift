@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import Testing
@@ -8,6 +5,10 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Text from outside never drives the user's terminal, and input that is not text is refused
 /// in words, not rewritten.
@@ -51,7 +52,8 @@ import TetherWire
         #expect(!tap.standardOutput.contains("\u{202E}"))
 
         guard Tmux.available else { return }
-        let ui = try Tmux([Programs.path("tether"), "--run-dir", set.run.path], columns: 120, rows: 20, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        let ui = try Tmux(
+            [Programs.path("tether"), "--run-dir", set.run.path], columns: 120, rows: 20, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
         let screen = try await ui.waitFor("Opta: You said: \(Self.shown)")
         #expect(screen.contains("You: \(Self.shown)"), "\(screen)")
     }
@@ -115,8 +117,10 @@ import TetherWire
         #expect(ended.isEmpty, "an accepted message ended undelivered: \(ended.prefix(3).map { "\($0.value.id) \($0.value.detail ?? "")" })")
         var counts: [String: Int] = [:]
         for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
-        #expect(counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
-        print("160 sent while suspended: 100 accepted and delivered once each, 60 refused at send time; tether send exit \(more.status.map(String.init) ?? "?")")
+        #expect(
+            counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        print(
+            "160 sent while suspended: 100 accepted and delivered once each, 60 refused at send time; tether send exit \(more.status.map(String.init) ?? "?")")
         await bus.close()
     }
 }
@@ -154,7 +158,8 @@ extension QueuePromiseTests {
         #expect(delivered, "the 99 newest and the person's message are delivered")
         var counts: [String: Int] = [:]
         for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
-        #expect(counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
+        #expect(
+            counts.count == 100 && counts.values.allSatisfy { $0 == 1 }, "\(counts.count) received, repeats: \(counts.filter { $0.value > 1 }.keys.sorted())")
         #expect(!counts.keys.contains("kept or dropped 001"), "a dropped message never reaches the gateway")
         let status = try set.tether(["status"]).standardOutput
         #expect(
@@ -209,7 +214,9 @@ extension QueuePromiseTests {
         #expect(snapd["undecodable conv.delivery"] == 1, "\(snapd)")
         #expect(connd["undecodable frontend.presence"] == 1, "\(connd)")
         let words = try set.tether(["status"]).standardOutput
-        #expect(words.contains("tether-snapd dropped: malformed 2, oversized 1, undecodable conv.delivery 1, undecodable conv.message 1, unknownSchema 1"), "\(words)")
+        #expect(
+            words.contains("tether-snapd dropped: malformed 2, oversized 1, undecodable conv.delivery 1, undecodable conv.message 1, unknownSchema 1"),
+            "\(words)")
         await bus.close()
     }
 }
@@ -225,7 +232,10 @@ extension QueuePromiseTests {
         for index in 1...3 {
             let text = "frozen \(index)"
             senders.append(
-                (text, try ChildProcess(Programs.path("tether"), ["send", "--timeout", "4", text, "--run-dir", set.run.path], outputDirectory: set.outputs.path)))
+                (
+                    text,
+                    try ChildProcess(Programs.path("tether"), ["send", "--timeout", "4", text, "--run-dir", set.run.path], outputDirectory: set.outputs.path)
+                ))
         }
         let received = await eventually(timeout: .seconds(5), every: .milliseconds(20)) {
             Set(set.gatewayRecord().compactMap { $0["content"] as? String }).isSuperset(of: senders.map(\.text))
@@ -258,7 +268,9 @@ extension QueuePromiseTests {
                 || said.contains("delivered, but no whole reply")
             #expect(honest, "\(sender.text): \(said)")
         }
-        print("frozen 8 s with 3 senders (4 s timeouts): " + senders.map { "\($0.text): \(words[$0.text] ?? "")".replacingOccurrences(of: "\n", with: " ") }.joined(separator: " | "))
+        print(
+            "frozen 8 s with 3 senders (4 s timeouts): "
+                + senders.map { "\($0.text): \(words[$0.text] ?? "")".replacingOccurrences(of: "\n", with: " ") }.joined(separator: " | "))
     }
 
     /// protod paused while a message is sent: the send command goes unanswered, so the sender is

@@ -10,7 +10,8 @@ import TetherTesting
         let bench = try ChildProcess(
             Programs.path("tether-bench"),
             [
-                "--round-trips", "20", "--bus-messages", "2000", "--probe-messages", "50", "--chunks", "300", "--paced-chunks", "40", "--transcript-entries", "100", "1000",
+                "--round-trips", "20", "--bus-messages", "2000", "--probe-messages", "50", "--chunks", "300", "--paced-chunks", "40", "--transcript-entries",
+                "100", "1000",
                 "--front-ends", "1", "3", "--idle-seconds", "2", "--reply-bytes", "1000", "20000",
             ],
             outputDirectory: run.path, name: "bench")

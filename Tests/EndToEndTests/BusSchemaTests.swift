@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// docs/bus.schema.json is complete: everything the whole set publishes in a session that
 /// touches every program, and every command's reply, matches it, and nothing it carries is
@@ -55,7 +56,9 @@ import TetherTesting
         let check = try python([Self.validator, Self.schema, recording, "--complete"], in: set.run.path)
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains(": 0 problems"), "\(check.standardOutput)")
-        let topics = check.standardOutput.split(separator: "\n").first { $0.hasPrefix("topics: ") }.map { Set($0.dropFirst(8).split(separator: " ").map(String.init)) } ?? []
+        let topics =
+            check.standardOutput.split(separator: "\n").first { $0.hasPrefix("topics: ") }.map { Set($0.dropFirst(8).split(separator: " ").map(String.init)) }
+            ?? []
         for topic in [
             "net.path", "conn.state", "conn.identity", "wire.in", "wire.out", "conv.message", "conv.delivery", "conv.stream", "bot.state",
             "outbox.summary", "storage", "health", "diag.event", "frontend.presence", "snap.saved", "sys.heartbeat",

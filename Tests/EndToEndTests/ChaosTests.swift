@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import Synchronization
@@ -9,6 +6,10 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The chaos soak: the whole set in a network namespace while messages are sent and every
 /// program is SIGKILLed at random moments, the gateway restarted, the link taken down and up,
@@ -133,7 +134,8 @@ import TetherWire
         if let filter {
             let dropped = filter.droppedPackets
             notes.append(
-                "packet loss: \(lossPercent)% of the packets to and from the gateway's port dropped at random for the whole run (nftables): \(dropped.loss) packets")
+                "packet loss: \(lossPercent)% of the packets to and from the gateway's port dropped at random for the whole run (nftables): \(dropped.loss) packets"
+            )
             notes.append("blackholes: \(faults["blackhole"] ?? 0) of 5 s, every packet to and from the gateway's port dropped: \(dropped.blackhole) packets")
             #expect(!wantsBlackholes || faults["blackhole", default: 0] >= 2, "the soak ended before its two blackholes")
         }

@@ -47,12 +47,30 @@ import TetherTesting
             ("unknown method", [Self.bytes("r5"), Self.bytes("teleport"), Self.bytes("{}")], protod, "unknownMethod", "no method 'teleport'"),
             ("not JSON", [Self.bytes("r6"), Self.bytes("send"), Self.bytes("{not json")], protod, "malformed", "not JSON"),
             ("a field missing", [Self.bytes("r7"), Self.bytes("send"), Self.bytes(#"{"content":"hi"}"#)], protod, "malformed", "the field 'id' is missing"),
-            ("a field of the wrong type", [Self.bytes("r8"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"a"},"content":1}"#)], protod, "malformed", "'content' should be a string"),
+            (
+                "a field of the wrong type", [Self.bytes("r8"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"a"},"content":1}"#)], protod, "malformed",
+                "'content' should be a string"
+            ),
             ("oversized", [Self.bytes("r9"), Self.bytes("send"), oversized], protod, "tooLarge", "at most 1048576 bytes"),
-            ("attempts below 1", [Self.bytes("r10"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"b"},"content":"hi","retry":{"attempts":0,"delayMilliseconds":0,"timeoutMilliseconds":10}}"#)], protod, "outOfBounds", "retry.attempts must be at least 1"),
-            ("a limit of 0", [Self.bytes("r11"), Self.bytes("transcript"), Self.bytes(#"{"limit":0}"#)], snapd, "outOfBounds", "limit must be between 1 and 1000"),
-            ("a limit of 5000", [Self.bytes("r12"), Self.bytes("journal"), Self.bytes(#"{"after":0,"limit":5000}"#)], protod, "outOfBounds", "limit must be between 1 and 1000"),
-            ("an empty message", [Self.bytes("r13"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"c"},"content":" \n"}"#)], protod, "refused", "the message is empty"),
+            (
+                "attempts below 1",
+                [
+                    Self.bytes("r10"), Self.bytes("send"),
+                    Self.bytes(#"{"id":{"value":"b"},"content":"hi","retry":{"attempts":0,"delayMilliseconds":0,"timeoutMilliseconds":10}}"#),
+                ], protod, "outOfBounds", "retry.attempts must be at least 1"
+            ),
+            (
+                "a limit of 0", [Self.bytes("r11"), Self.bytes("transcript"), Self.bytes(#"{"limit":0}"#)], snapd, "outOfBounds",
+                "limit must be between 1 and 1000"
+            ),
+            (
+                "a limit of 5000", [Self.bytes("r12"), Self.bytes("journal"), Self.bytes(#"{"after":0,"limit":5000}"#)], protod, "outOfBounds",
+                "limit must be between 1 and 1000"
+            ),
+            (
+                "an empty message", [Self.bytes("r13"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"c"},"content":" \n"}"#)], protod, "refused",
+                "the message is empty"
+            ),
         ]
         for (name, frames, endpoint, code, words) in cases {
             let reply = Self.exchange(frames, endpoint: endpoint)

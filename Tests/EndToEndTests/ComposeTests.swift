@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
-import Testing
 import Logging
+import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// tether-compose's commands and restart policies, with real processes.
 @Suite(.serialized) struct ComposeTests {
@@ -41,24 +42,24 @@ import TetherTesting
         let run = try TestRunDirectory()
         let file = run.path + "/policies.yaml"
         try """
-            programs:
-              - name: bus
-                command: [tether-bus]
-              - name: flaky
-                command: [/bin/sh, -c, "exit 3"]
-                restart: on-failure
-                max_restarts: 2
-                restart_window: 60
-                ready: none
-              - name: sleeper
-                command: [/bin/sleep, "300"]
-                restart: "no"
-                ready: none
-              - name: done
-                command: [/bin/sh, -c, "exit 0"]
-                restart: on-failure
-                ready: none
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        programs:
+          - name: bus
+            command: [tether-bus]
+          - name: flaky
+            command: [/bin/sh, -c, "exit 3"]
+            restart: on-failure
+            max_restarts: 2
+            restart_window: 60
+            ready: none
+          - name: sleeper
+            command: [/bin/sleep, "300"]
+            restart: "no"
+            ready: none
+          - name: done
+            command: [/bin/sh, -c, "exit 0"]
+            restart: on-failure
+            ready: none
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let supervisor = try ChildProcess(
             Programs.path("tether-compose"), ["up", "--file", file, "--run-dir", run.path, "--bin-dir", Programs.directory],
             outputDirectory: run.path, name: "compose")
@@ -131,12 +132,12 @@ import TetherTesting
         // by the next up, which says so.
         let file = set.run.path + "/with-sleeper.yaml"
         try """
-            name: sleepy
-            programs:
-              - name: sleeper
-                command: [/bin/sleep, "600"]
-                ready: none
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        name: sleepy
+        programs:
+          - name: sleeper
+            command: [/bin/sleep, "600"]
+            ready: none
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         // An environment of 64 KB, as a desktop session's can be long: the supervisor's mark
         // in the sleeper's environment is found wherever it lies, not only in the first 4 KB.
         let padding = Dictionary(uniqueKeysWithValues: (0..<16).map { ("TETHER_TEST_PADDING_\($0)", String(repeating: "x", count: 4096)) })
@@ -150,7 +151,8 @@ import TetherTesting
         try await Task.sleep(for: .seconds(1))
         #expect(running(sleeper), "the sleeper does not watch its supervisor")
         let again = try ChildProcess(
-            Programs.path("tether-compose"), ["up", "--detach", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", set.run.path, "--bin-dir", Programs.directory],
+            Programs.path("tether-compose"),
+            ["up", "--detach", "--file", Programs.packageRoot + "/compose/default.yaml", "--run-dir", set.run.path, "--bin-dir", Programs.directory],
             environment: ["TETHER_GATEWAY_PORT": "\(set.port)", "TETHER_IDLE_SUSPEND": "0", "XDG_CONFIG_HOME": set.run.path + "/config"],
             outputDirectory: set.run.path, name: "up-again")
         #expect(try again.waitForExit(timeout: .seconds(60)) == 0, "\(again.standardError)")

@@ -118,7 +118,8 @@ import TetherTesting
         print(
             "gateway listening again: connected \(String(format: "%.0f", back.header.timestamp.timeIntervalSince(listening) * 1000)) ms after it started,"
                 + " \(String(format: "%.1f", scheduled.timeIntervalSince(back.header.timestamp))) s before the backoff's next attempt")
-        #expect(back.header.timestamp < scheduled.addingTimeInterval(-1), "connected at \(back.header.timestamp), the backoff's attempt was due at \(scheduled)")
+        #expect(
+            back.header.timestamp < scheduled.addingTimeInterval(-1), "connected at \(back.header.timestamp), the backoff's attempt was due at \(scheduled)")
     }
 
     @Test func gatewayThatStopsAnsweringPingsIsDeclaredDead() async throws {
@@ -354,7 +355,9 @@ import TetherTesting
         _ = try await rig.client.request(ConnectionCommand.self, .init(action: .reconnect))
         let connected = try await rig.states.waitFor(since: closingSince) { $0.phase == .connected }
         // A ping makes the gateway send its one frame, the pong.
-        try rig.client.publish(WireFrame(epoch: nil, text: #"{"version":"1.0","type":"system.ping","sequence":1,"payload":{"timestamp":null},"serverTimestamp":null}"#), on: .wireOutbound)
+        try rig.client.publish(
+            WireFrame(epoch: nil, text: #"{"version":"1.0","type":"system.ping","sequence":1,"payload":{"timestamp":null},"serverTimestamp":null}"#),
+            on: .wireOutbound)
         let closed = try await rig.states.waitFor(since: connected.receivedAt) { $0.phase == .reconnecting && $0.lastError != nil }
         #expect(closed.value.lastError?.contains("closed the connection") == true, "\(closed.value.lastError ?? "")")
     }

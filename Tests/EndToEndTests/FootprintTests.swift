@@ -1,8 +1,8 @@
 import Foundation
+import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
-import Testing
 
 /// The bus, the network monitor and the connection manager run on FoundationEssentials
 /// alone: the full Foundation, its ICU data and FoundationInternationalization (about 8 MB
@@ -28,7 +28,8 @@ import Testing
             // Read to its end: Foundation stops at the first short read, which for this file is its first page of lines.
             libraries = ((try? TextFile.read("/proc/\(process.pid)/maps")) ?? "")
                 .split(separator: "\n").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first.map(String.init) }
-            return libraries.contains { $0.hasSuffix("/libFoundationEssentials.so") } && FileManager.default.fileExists(atPath: run.path + "/" + Endpoints.busIn)
+            return libraries.contains { $0.hasSuffix("/libFoundationEssentials.so") }
+                && FileManager.default.fileExists(atPath: run.path + "/" + Endpoints.busIn)
         }
         #expect(loaded, "\(program) did not start: \(process.standardError)")
         let full = libraries.filter { $0.hasSuffix("/libFoundation.so") || $0.contains("FoundationInternationalization") || $0.contains("_FoundationICU") }

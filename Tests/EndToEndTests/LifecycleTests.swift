@@ -6,8 +6,8 @@ import TetherSchema
 import TetherTesting
 import TetherWire
 
-/// Seed 002's lifecycle through the whole set: suspend and resume by command, by the last
-/// front end leaving, and by the machine sleeping.
+/// The connection's lifecycle through the whole set: suspend and resume by command, by the
+/// last front end leaving, and by the machine sleeping.
 @Suite(.serialized) struct LifecycleTests {
     /// Prints a recorded flow, one line a message, with the time since the first.
     private func printFlow(_ entries: [TopicRecorder.Entry]) {
@@ -19,7 +19,7 @@ import TetherWire
         }
     }
 
-    @Test func suspendThenResumeFollowsSeed002OnTheBus() async throws {
+    @Test func suspendThenResumeSavesThenReconnectsInOrderOnTheBus() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }
         let client = try BusClient(source: "lifecycle-test", runDirectory: set.run.runDirectory, logger: Logger(label: "lifecycle-test"))
@@ -71,7 +71,8 @@ import TetherWire
             guard entry.topic == .connectionState, let state = entry.decode(ConnectionStatus.self) else { return nil }
             return state.phase.rawValue
         }
-        // Seed 002 PR-12: coming back from a suspend is a reconnect ("Reconnecting…"), not a first connect.
+        // "Returning from background reconnects": coming back from a suspend is a reconnect
+        // ("Reconnecting…"), not a first connect, after the display was saved.
         let expected = ["display saved", "suspended", "reconnecting", "connected"]
         let firstSaved = steps.firstIndex(of: "display saved")
         #expect(firstSaved != nil)
@@ -81,7 +82,7 @@ import TetherWire
             }
             #expect(Array(ordered.prefix(4)) == expected, "the flow on the bus: \(ordered)")
         }
-        print("seed 002's flow on the bus:")
+        print("suspend and resume on the bus:")
         printFlow(entries)
         await client.close()
     }
@@ -104,7 +105,9 @@ import TetherWire
         do {
             present = try await presences.waitFor(.frontEndPresence, as: FrontEndPresence.self) { $0.frontEnd == "tether watch" && $0.state == .active }
         } catch {
-            Issue.record("tether watch never said it was there (\(watch.isRunning ? "running" : "exited")): \(watch.standardError)\nsnapd: \(set.log(of: "snapd").suffix(2000))")
+            Issue.record(
+                "tether watch never said it was there (\(watch.isRunning ? "running" : "exited")): \(watch.standardError)\nsnapd: \(set.log(of: "snapd").suffix(2000))"
+            )
             throw error
         }
         let instance = present.decode(FrontEndPresence.self)?.instance

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import Testing
@@ -8,6 +5,10 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The whole set in the OpenClaw dialect, against the development gateway speaking it
 /// (`tether-gateway --dialect openclaw`): real processes, WebSockets, SQLite files.

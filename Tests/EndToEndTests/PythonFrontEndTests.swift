@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The Python front end (examples/python): a second front end that speaks only the bus schema.
 @Suite(.serialized) struct PythonFrontEndTests {

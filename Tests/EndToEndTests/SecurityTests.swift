@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What keeps the set private: the run directory, the token, the keys of a tcp:// bus.
 @Suite(.serialized) struct SecurityTests {
@@ -190,7 +191,6 @@ import TetherTesting
     }
 }
 
-
 /// A front end on another host: it sends through the tcp:// bus (commands relayed by the
 /// proxy) with an allowed key, and is refused with a stranger's.
 @Suite(.serialized) struct RemoteFrontEndTests {
@@ -245,6 +245,8 @@ import TetherTesting
         let received = set.gatewayRecord().compactMap { $0["content"] as? String }
         #expect(received.filter { $0 == "hello from another host" }.count == 1)
         #expect(!received.contains("a stranger's message"))
-        print("from another namespace over tcp://\(hostAddress):\(port): the allowed key sent and got the reply; the stranger: \(stranger.standardError.split(separator: "\n").last ?? "")")
+        print(
+            "from another namespace over tcp://\(hostAddress):\(port): the allowed key sent and got the reply; the stranger: \(stranger.standardError.split(separator: "\n").last ?? "")"
+        )
     }
 }

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Logging
 import Testing
@@ -8,6 +5,10 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Delivery through the whole set against a gateway without Tether's additions: the
 /// development gateway as a seed-only peer (`strictSeed`: no duplicate suppression, no
@@ -75,7 +76,9 @@ import TetherWire
         try await set.faults(#"{"silent": false}"#)
         let back = ContinuousClock.now
         let delivered = try await deliveries.waitFor(timeout: .seconds(30)) { $0.id == id && $0.status == .delivered }
-        print("silent gateway: \(connections) connections tried while it was silent; delivered \(back.duration(to: delivered.receivedAt)) after it answered again")
+        print(
+            "silent gateway: \(connections) connections tried while it was silent; delivered \(back.duration(to: delivered.receivedAt)) after it answered again"
+        )
         try await Task.sleep(for: .seconds(1))
         #expect(Self.receipts(set)["into the silence"] == 1, "received \(Self.receipts(set)["into the silence"] ?? 0) times")
         await bus.close()

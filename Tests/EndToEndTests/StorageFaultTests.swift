@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Damaged databases and a full disk, through the real programs: never a silent loss, always
 /// words, and the set carries on by itself.
@@ -43,7 +44,9 @@ import TetherTesting
         first.stop()
         for file in ["protod.sqlite", "conversation.sqlite", "snapd.sqlite"] {
             let path = first.run.path + "/" + file
-            #expect(!FileManager.default.fileExists(atPath: path + "-wal") || (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) == 0)
+            #expect(
+                !FileManager.default.fileExists(atPath: path + "-wal") || (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) == 0
+            )
             try damage.apply(to: path)
         }
 
@@ -55,7 +58,9 @@ import TetherTesting
             #expect(said.contains("storage: \(what) (\(set.run.path)/"), "\(what) not named: \(said)")
         }
         #expect(said.contains("was damaged ("), "\(said)")
-        let asides = try FileManager.default.contentsOfDirectory(atPath: set.run.path).filter { $0.contains(".sqlite.damaged-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        let asides = try FileManager.default.contentsOfDirectory(atPath: set.run.path).filter {
+            $0.contains(".sqlite.damaged-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm")
+        }
         #expect(asides.count == 3, "set aside: \(asides)")
         // The programs started once: no restart loop.
         for program in set.state()?.programs ?? [] where ["protod", "snapd"].contains(program.name) {
@@ -120,7 +125,7 @@ import TetherTesting
     /// Fills the file system holding `directory`; returns the filler's path.
     static func fill(_ directory: String) -> String {
         let path = directory + "/filler"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else { return path }
         let block = Data(repeating: 0x46, count: 64 * 1024)
         while (try? handle.write(contentsOf: block)) != nil {}

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// tether-tap against real buses: recording a session and replaying it into another bus,
 /// gaps, secrets, filters and rates.
@@ -80,7 +81,8 @@ import TetherTesting
         let filtered = try ChildProcess(
             Programs.path("tether-tap"), ["--run-dir", run.path, "--color", "never", "*.message", "--source", "test-*"], outputDirectory: run.path,
             name: "filtered")
-        let rates = try ChildProcess(Programs.path("tether-tap"), ["--run-dir", run.path, "--color", "never", "--rate"], outputDirectory: run.path, name: "rates")
+        let rates = try ChildProcess(
+            Programs.path("tether-tap"), ["--run-dir", run.path, "--color", "never", "--rate"], outputDirectory: run.path, name: "rates")
         defer {
             for tap in [pretty, filtered, rates] { tap.stop() }
         }
@@ -91,10 +93,13 @@ import TetherTesting
         // Sequences 1, 2 and 5 of one process: 3 and 4 never came.
         var crafted = ""
         for (sequence, topic) in [(1, "conv.message"), (2, "conv.delivery"), (5, "conv.message")] {
-            crafted += #"{"at":0,"topic":"\#(topic)","header":{"pid":7,"replay":false,"schema":1,"sequence":\#(sequence),"source":"test-source","timestamp":"2026-11-23T10:00:00.000Z"},"#
+            crafted +=
+                #"{"at":0,"topic":"\#(topic)","header":{"pid":7,"replay":false,"schema":1,"sequence":\#(sequence),"source":"test-source","timestamp":"2026-11-23T10:00:00.000Z"},"#
             crafted += #""body":{"content":"message \#(sequence)","token":"s3cret-value","text":"{\"password\":\"s3cret-value\"}"}}"# + "\n"
         }
-        crafted += #"{"at":0,"topic":"conv.message","header":{"pid":8,"replay":false,"schema":1,"sequence":1,"source":"other","timestamp":"2026-11-23T10:00:00.000Z"},"body":{"content":"from another source"}}"# + "\n"
+        crafted +=
+            #"{"at":0,"topic":"conv.message","header":{"pid":8,"replay":false,"schema":1,"sequence":1,"source":"other","timestamp":"2026-11-23T10:00:00.000Z"},"body":{"content":"from another source"}}"#
+            + "\n"
         let craftedPath = run.path + "/crafted.jsonl"
         try crafted.write(toFile: craftedPath, atomically: true, encoding: .utf8)
         let replay = try ChildProcess(Programs.path("tether-tap"), ["replay", "--run-dir", run.path, craftedPath], outputDirectory: run.path)

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Testing
 import TetherTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// tether-web's page in a real browser: headless Chromium through WebDriver (Python's
 /// selenium), against the whole set of compose/web.yaml. The checks are in Tests/Browser.
@@ -16,7 +17,8 @@ import TetherTesting
         defer { set.stop() }
         let check = try ChildProcess("/usr/bin/env", ["python3", "-c", "import selenium"], outputDirectory: set.run.path, name: "selenium")
         if try check.waitForExit(timeout: .seconds(30)) != 0 {
-            throw TestFailure("python3 cannot import selenium (scripts/bootstrap --tests installs it, with chromium and chromium-driver): \(check.standardError)")
+            throw TestFailure(
+                "python3 cannot import selenium (scripts/bootstrap --tests installs it, with chromium and chromium-driver): \(check.standardError)")
         }
         // Something stored before the page opens: the first frame must show it.
         #expect(try set.tether(["send", "stored before the page"]).status == 0)

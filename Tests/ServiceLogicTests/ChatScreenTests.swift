@@ -1,16 +1,17 @@
 import Foundation
-@testable import FrontEnd
 import Testing
 import TetherBus
 import TetherSchema
 import TetherWire
+
+@testable import FrontEnd
 
 @Suite struct BannerTests {
     private func status(_ phase: ConnectionPhase, epoch: Int = 1) -> ConnectionStatus {
         ConnectionStatus(phase: phase, url: "ws://gateway/ws", epoch: epoch)
     }
 
-    @Test func seed002WordsThenReconnectedBrieflyThenNothing() {
+    @Test func theConnectionsWordsThenReconnectedBrieflyThenNothing() {
         var banner = Banner()
         let start = ContinuousClock.now
         #expect(banner.shown(at: start)?.words == "Connecting…")
@@ -107,12 +108,16 @@ import TetherWire
         #expect(frame.rows.last?.text == "> unsent")
         #expect(frame.cursorColumn == 8)
 
-        screen.apply(try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 0, chunk: "You ", content: "You ", isFinal: false)), at: start)
+        screen.apply(
+            try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 0, chunk: "You ", content: "You ", isFinal: false)), at: start)
         frame = screen.render(width: 40, height: 8, at: start)
         #expect(frame.rows.contains(ScreenRow("Bot: You ▍")))
-        screen.apply(try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 1, chunk: "said", content: "You said", isFinal: false)), at: start)
         screen.apply(
-            try message(.conversationMessage, TranscriptEntry(id: MessageID("r"), sender: .bot(name: "Opta"), content: "You said", timestamp: Date(), status: .received, revision: 2)),
+            try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 1, chunk: "said", content: "You said", isFinal: false)), at: start)
+        screen.apply(
+            try message(
+                .conversationMessage,
+                TranscriptEntry(id: MessageID("r"), sender: .bot(name: "Opta"), content: "You said", timestamp: Date(), status: .received, revision: 2)),
             at: start)
         frame = screen.render(width: 40, height: 8, at: start)
         #expect(frame.rows.contains(ScreenRow("Opta: You said")))

@@ -14,7 +14,9 @@ import TetherSchema
 
     @Test func aCommandGoesToItsOwnerAndTheReplyBackToItsCaller() {
         var table = CommandRelayTable(endpoints: ["protod.cmd", "snapd.cmd"])
-        #expect(table.fromCaller(frames("protod.cmd", "r1"), now: start) == .forward(endpoint: "protod.cmd", frames: [Array("r1".utf8), Array("send".utf8), Array("{}".utf8)]))
+        #expect(
+            table.fromCaller(frames("protod.cmd", "r1"), now: start)
+                == .forward(endpoint: "protod.cmd", frames: [Array("r1".utf8), Array("send".utf8), Array("{}".utf8)]))
         let reply = [Array("r1".utf8), Array("ok".utf8), Array("{}".utf8)]
         #expect(table.fromOwner(reply) == .answer(frames: [caller] + reply))
         #expect(table.fromOwner(reply) == .drop, "answered once")

@@ -77,6 +77,8 @@ import TetherSchema
         static func stays(_ state: State) -> Outcome { Outcome(state: state) }
     }
 
+    // Left as written by the formatter: the table reads as one state a block.
+    // swift-format-ignore
     static let expectations: [String: (State, [String: Outcome])] = [
         "disconnected": (.disconnected, [
             "start": Outcome(state: .connecting(attempt: 1, inFlight: true), actions: [.connect(attempt: 1)]),
@@ -275,7 +277,10 @@ import TetherSchema
             _ = machine.handle(.retryTimerFired)
             transition = machine.handle(.connectionFailed(Self.unreachable))
         }
-        #expect(delays == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10), .seconds(10), .seconds(10), .seconds(10)])
+        #expect(
+            delays == [
+                .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(10), .seconds(10), .seconds(10), .seconds(10), .seconds(10),
+            ])
         #expect(machine.state == .failed(.retriesExhausted))
     }
 

@@ -7,7 +7,8 @@ import TetherWire
 
 @Suite struct ConversationJournalTests {
     private func entry(_ index: Int) -> TranscriptEntry {
-        TranscriptEntry(id: MessageID("m\(index)"), sender: .user, content: "message \(index)", timestamp: Date(timeIntervalSince1970: 1_700_000_000), status: .queued)
+        TranscriptEntry(
+            id: MessageID("m\(index)"), sender: .user, content: "message \(index)", timestamp: Date(timeIntervalSince1970: 1_700_000_000), status: .queued)
     }
 
     @Test func changesAreNumberedInOrderAndReadBackInPages() throws {

@@ -25,10 +25,10 @@ import TetherTesting
         let run = try TestRunDirectory()
         let tool = run.path + "/secret-tool"
         try """
-            #!/bin/sh
-            [ "$1 $2 $3 $4 $5" = "lookup gateway wss://gateway.example/ws service tether" ] && { echo stored-token; exit 0; }
-            exit 1
-            """.write(toFile: tool, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        [ "$1 $2 $3 $4 $5" = "lookup gateway wss://gateway.example/ws service tether" ] && { echo stored-token; exit 0; }
+        exit 1
+        """.write(toFile: tool, atomically: true, encoding: .utf8)
         chmod(tool, 0o700)
         #expect(try await CredentialSource.secretService(url: "wss://gateway.example/ws", tool: tool).read() == "stored-token")
         do {

@@ -372,13 +372,15 @@ import TetherWire
 
     @Test func aRestartedProtodDoesNotTrustWhatItsPredecessorWroteOnTheOpenConnection() {
         var driver = Driver()
-        driver.handle(.started(pending: [Self.outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c1")], session: .init(sessionID: nil, lastSequence: 0)))
+        driver.handle(
+            .started(pending: [Self.outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c1")], session: .init(sessionID: nil, lastSequence: 0)))
         driver.connect("c1", epoch: 1)
         #expect(driver.written.isEmpty, "not until the gateway says whether it drops repeats")
         _ = driver.tick(at: 2.5)
         #expect(driver.reconnects.count == 1, "a seed peer: a new connection, then the message again")
         var resuming = Driver()
-        resuming.handle(.started(pending: [Self.outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c1")], session: .init(sessionID: "s1", lastSequence: 0)))
+        resuming.handle(
+            .started(pending: [Self.outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c1")], session: .init(sessionID: "s1", lastSequence: 0)))
         resuming.connect("c1", epoch: 1)
         _ = resuming.frame(Self.resumed())
         #expect(resuming.written["c1"] == ["a"], "a gateway that drops repeats gets it again at once")
@@ -475,7 +477,8 @@ import TetherWire
         for index in 0..<10 { _ = driver.frame(Self.chunk("r", index, "\(index) ", sequence: 3 + index), at: 10 + Double(index) * 0.01) }
         var published = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }
         #expect(published.count == 2, "the first chunk at once, then one publication an interval")
-        #expect(abs((driver.machine.nextDeadline ?? .distantPast).timeIntervalSince(Self.at(10.1))) < 0.001, "the next publication is one interval after the last")
+        #expect(
+            abs((driver.machine.nextDeadline ?? .distantPast).timeIntervalSince(Self.at(10.1))) < 0.001, "the next publication is one interval after the last")
         _ = driver.tick(at: 10.11)
         published = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }
         #expect(published.followedTexts.last == "0 1 2 3 4 5 6 7 8 9 ")
@@ -489,13 +492,27 @@ import TetherWire
         "disconnected, nothing waiting": { _ in },
         "disconnected, one queued": { $0.send("a") },
         "connected to a seed peer, idle": { $0 = connected(resuming: false) },
-        "connected to a seed peer, one awaiting its acknowledgement": { $0 = connected(resuming: false); $0.send("a") },
-        "connected to a resuming peer, one awaiting its acknowledgement": { $0 = connected(resuming: true); $0.send("a") },
-        "connected, probing": { $0 = connected(resuming: false); $0.send("a"); _ = $0.tick(at: 5) },
-        "connected to a seed peer, reply streaming": { $0 = connected(resuming: false); $0.send("a"); _ = $0.frame(chunk("r", 0, "x ", sequence: 3)) },
-        "connected to a resuming peer, reply streaming": { $0 = connected(resuming: true); $0.send("a"); _ = $0.frame(chunk("r", 0, "x ", sequence: 3)) },
-        "bus path down, one written": { $0 = connected(resuming: false); $0.send("a"); $0.handle(.wirePath(heard: false)) },
-        "replacing the connection": { $0 = connected(resuming: false); $0.send("a"); _ = $0.tick(at: 5); _ = $0.tick(at: 8) },
+        "connected to a seed peer, one awaiting its acknowledgement": {
+            $0 = connected(resuming: false); $0.send("a")
+        },
+        "connected to a resuming peer, one awaiting its acknowledgement": {
+            $0 = connected(resuming: true); $0.send("a")
+        },
+        "connected, probing": {
+            $0 = connected(resuming: false); $0.send("a"); _ = $0.tick(at: 5)
+        },
+        "connected to a seed peer, reply streaming": {
+            $0 = connected(resuming: false); $0.send("a"); _ = $0.frame(chunk("r", 0, "x ", sequence: 3))
+        },
+        "connected to a resuming peer, reply streaming": {
+            $0 = connected(resuming: true); $0.send("a"); _ = $0.frame(chunk("r", 0, "x ", sequence: 3))
+        },
+        "bus path down, one written": {
+            $0 = connected(resuming: false); $0.send("a"); $0.handle(.wirePath(heard: false))
+        },
+        "replacing the connection": {
+            $0 = connected(resuming: false); $0.send("a"); _ = $0.tick(at: 5); _ = $0.tick(at: 8)
+        },
     ]
 
     static let events: [String: @Sendable (inout Driver) -> Void] = [
@@ -551,7 +568,9 @@ import TetherWire
             let order = ids.compactMap { id in ["a", "new"].firstIndex(of: id) }
             #expect(order == order.sorted(), "written out of order: \(ids)")
         }
-        let replySettled = driver.log.contains { if case .publishEntry(let entry) = $0 { entry.id.value == "r" && entry.status.rank >= DeliveryStatus.incomplete.rank } else { false } }
+        let replySettled = driver.log.contains {
+            if case .publishEntry(let entry) = $0 { entry.id.value == "r" && entry.status.rank >= DeliveryStatus.incomplete.rank } else { false }
+        }
         if event == "tick after the stall deadline", situation.contains("reply streaming") {
             #expect(replySettled, "a reply that stopped is settled in words")
         }

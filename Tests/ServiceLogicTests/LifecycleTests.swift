@@ -1,9 +1,10 @@
-@testable import ConnectionManager
 import Foundation
 import NIOCore
 import NIOSSL
 import Testing
 import TetherSchema
+
+@testable import ConnectionManager
 
 @Suite struct FrontEndTrackerTests {
     private func presence(_ instance: String, _ state: FrontEndPresence.State = .active) -> FrontEndPresence {

@@ -66,7 +66,9 @@ import TetherWire
 
         /// The gateway's response to a request.
         @discardableResult
-        mutating func respond(_ id: String, ok: Bool = true, _ payload: JSONValue? = nil, error: GatewayErrorShape? = nil, at seconds: Double? = nil) -> [Action] {
+        mutating func respond(
+            _ id: String, ok: Bool = true, _ payload: JSONValue? = nil, error: GatewayErrorShape? = nil, at seconds: Double? = nil
+        ) -> [Action] {
             handle(.openClawFrame(.response(id: id, ok: ok, payload: payload, error: error)), at: seconds)
         }
 
@@ -125,7 +127,8 @@ import TetherWire
     }
 
     static func final(_ run: String, text: String, session: String = "agent:main:main") -> ChatEventPayload {
-        ChatEventPayload(runId: run, sessionKey: session, seq: nil, state: .final, message: ChatTranscriptMessage(role: "assistant", text: text, timestamp: nil))
+        ChatEventPayload(
+            runId: run, sessionKey: session, seq: nil, state: .final, message: ChatTranscriptMessage(role: "assistant", text: text, timestamp: nil))
     }
 
     @Test func nothingIsWrittenBeforeTheHistoryLookupThenChatSendCarriesTheMessageIDAsItsKey() throws {
@@ -269,7 +272,10 @@ import TetherWire
         driver.send("m1")
         driver.respond("send:m1", ok: false, error: GatewayErrorShape(code: "INVALID_REQUEST", message: "send blocked by session policy"))
         #expect(driver.deliveries(of: "m1").last == .failed)
-        #expect(driver.log.contains { if case .publishDelivery(let update) = $0 { update.detail?.contains("send blocked by session policy") == true } else { false } })
+        #expect(
+            driver.log.contains {
+                if case .publishDelivery(let update) = $0 { update.detail?.contains("send blocked by session policy") == true } else { false }
+            })
 
         driver.send("m2")
         driver.respond("send:m2", Self.started)

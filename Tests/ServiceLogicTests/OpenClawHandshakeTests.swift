@@ -64,7 +64,8 @@ import TetherSchema
 
     @Test func everyRefusalHasItsWordsAndItsWayForward() {
         func refusal(_ code: String, _ message: String, details: JSONValue? = nil, retryAfter: Int? = nil) -> OpenClawHandshake.Outcome {
-            OpenClawHandshake.refusal(GatewayErrorShape(code: code, message: message, details: details, retryAfterMs: retryAfter), url: "ws://g", deviceID: "dev")
+            OpenClawHandshake.refusal(
+                GatewayErrorShape(code: code, message: message, details: details, retryAfterMs: retryAfter), url: "ws://g", deviceID: "dev")
         }
         guard case .refused(let pairing) = refusal("NOT_PAIRED", "pairing required", details: .object(["requestId": .string("r-7")])) else {
             Issue.record("pairing")
@@ -79,7 +80,9 @@ import TetherSchema
         #expect(origin.kind == .refused(.originRefused))
         guard case .refused(let scope) = refusal("INVALID_REQUEST", "missing scope: operator.write") else { return }
         #expect(scope.kind == .refused(.scopeMissing))
-        guard case .refused(let starting) = refusal("UNAVAILABLE", "gateway starting", details: .object(["reason": .string("startup-sidecars")]), retryAfter: 1500)
+        guard
+            case .refused(let starting) = refusal(
+                "UNAVAILABLE", "gateway starting", details: .object(["reason": .string("startup-sidecars")]), retryAfter: 1500)
         else { return }
         #expect(starting.kind == .unavailable(retryAfter: .milliseconds(1500)))
         guard case .deviceTokenRefused = refusal("INVALID_REQUEST", "unauthorized: device token mismatch (rotate/reissue device token)") else {
@@ -114,9 +117,10 @@ import TetherSchema
         // A gateway starting up is tried again after the time it asks for.
         var starting = ConnectionStateMachine(policy: .default, random: { 0 })
         _ = starting.handle(.start)
-        #expect(starting.handle(.connectionFailed(ConnectionProblem(.unavailable(retryAfter: .milliseconds(1500)), "starting"))).actions == [
-            .scheduleRetry(after: .milliseconds(1500), attempt: 2)
-        ])
+        #expect(
+            starting.handle(.connectionFailed(ConnectionProblem(.unavailable(retryAfter: .milliseconds(1500)), "starting"))).actions == [
+                .scheduleRetry(after: .milliseconds(1500), attempt: 2)
+            ])
         // A manual reconnect while waiting for approval cancels the check and connects now.
         _ = machine.handle(.connectionLost(ConnectionProblem(.unreachable, "x")))
         var waiting = ConnectionStateMachine(policy: .default, random: { 0 })

@@ -1,9 +1,11 @@
+import Foundation
+import Testing
+
+@testable import TetherService
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import TetherService
-import Foundation
-import Testing
 
 /// A program's run as the supervisor sees it, through real processes: its output lines in
 /// order, then its exit, last.

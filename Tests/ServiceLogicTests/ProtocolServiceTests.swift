@@ -97,7 +97,8 @@ import TetherWire
         }
         let chat = envelope.payload
         let ack = try! codec.encode(MessageAck(messageID: chat.id, status: .received), type: WireMessageType.messageAck.rawValue, sequence: 1)
-        let reply = StreamingChunk(messageID: MessageID("reply-\(chat.id)"), chunkIndex: 0, content: "You said: \(chat.content)", isFinal: true, replyTo: chat.id)
+        let reply = StreamingChunk(
+            messageID: MessageID("reply-\(chat.id)"), chunkIndex: 0, content: "You said: \(chat.content)", isFinal: true, replyTo: chat.id)
         let chunk = try! codec.encode(reply, type: WireMessageType.streamingChunk.rawValue, sequence: 2)
         return [String(decoding: ack, as: UTF8.self), String(decoding: chunk, as: UTF8.self)]
     }

@@ -47,7 +47,9 @@ import TetherWire
         try await outboxWithFiller(at: path)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
         // The cut falls in the filler: the outbox's own pages are intact.
-        try FileHandle(forWritingAtPath: path).map { try $0.truncate(atOffset: UInt64(size * 2 / 3)); try $0.close() }
+        try FileHandle(forWritingAtPath: path).map {
+            try $0.truncate(atOffset: UInt64(size * 2 / 3)); try $0.close()
+        }
         #expect(StoredDatabase.problem(at: path) != nil)
 
         let now = Date(timeIntervalSince1970: 1_800_000_000)
@@ -79,7 +81,9 @@ import TetherWire
         }
         try queue.close()
         let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-        try FileHandle(forWritingAtPath: path).map { try $0.truncate(atOffset: UInt64(size * 2 / 3)); try $0.close() }
+        try FileHandle(forWritingAtPath: path).map {
+            try $0.truncate(atOffset: UInt64(size * 2 / 3)); try $0.close()
+        }
 
         let (fresh, replaced) = try await TranscriptStore.openChecked(path: path)
         #expect(replaced?.words.contains("4 transcript entries were read back from it") == true, "\(replaced?.words ?? "nothing set aside")")

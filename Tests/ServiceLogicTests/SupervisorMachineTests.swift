@@ -1,8 +1,9 @@
-@testable import ComposeSupervisor
 import Foundation
 import Testing
 import TetherService
 import TetherTesting
+
+@testable import ComposeSupervisor
 
 /// The compose supervisor's decisions, event by event, with time passed in: no processes, no sleeps.
 @Suite struct SupervisorMachineTests {
@@ -133,9 +134,10 @@ import TetherTesting
         #expect(driver.status("connd")?.lastExit == "exited with status 1")
         // A run of more than 10 s: the backoff starts again from 0.5 s.
         driver.now += .seconds(11)
-        #expect(Driver.logs(driver.handle(.exited("connd", pid: pid, status: .signaled(9)))) == [
-            "connd was killed by signal 9 (SIGKILL); restarting in 0.5 seconds"
-        ])
+        #expect(
+            Driver.logs(driver.handle(.exited("connd", pid: pid, status: .signaled(9)))) == [
+                "connd was killed by signal 9 (SIGKILL); restarting in 0.5 seconds"
+            ])
     }
 
     @Test func anExitOfAnEarlierRunIsNotTheCurrentOnes() throws {
@@ -169,10 +171,16 @@ import TetherTesting
         _ = driver.handle(.spawned("done", pid: 2, at: driver.date))
         _ = driver.handle(.spawned("once", pid: 3, at: driver.date))
         // on-failure: a clean exit is left alone.
-        #expect(Driver.logs(driver.handle(.exited("done", pid: 2, status: .exited(0)))) == ["done exited with status 0; restart policy 'on-failure' leaves it stopped"])
+        #expect(
+            Driver.logs(driver.handle(.exited("done", pid: 2, status: .exited(0)))) == [
+                "done exited with status 0; restart policy 'on-failure' leaves it stopped"
+            ])
         #expect(driver.status("done")?.phase == .exited)
         // no: whatever the exit.
-        #expect(Driver.logs(driver.handle(.exited("once", pid: 3, status: .signaled(15)))) == ["once was killed by signal 15; restart policy 'no' leaves it stopped"])
+        #expect(
+            Driver.logs(driver.handle(.exited("once", pid: 3, status: .signaled(15)))) == [
+                "once was killed by signal 15; restart policy 'no' leaves it stopped"
+            ])
         // on-failure, at most 2 restarts within 60 s, then failed until restarted.
         var pid: Int32 = 1
         for _ in 1...2 {
@@ -249,9 +257,10 @@ import TetherTesting
         _ = driver.handle(.exited("connd", pid: 30, status: .exited(0)))
         #expect(driver.status("connd")?.phase == .starting)
         #expect(driver.handle(.stopRequested).isEmpty, "its start is under way")
-        #expect(driver.handle(.spawned("connd", pid: 31, at: driver.date)) == [
-            .log("started connd (pid 31)"), .log("stopping connd"), .signal("connd", pid: 31, signal: SIGTERM),
-        ])
+        #expect(
+            driver.handle(.spawned("connd", pid: 31, at: driver.date)) == [
+                .log("started connd (pid 31)"), .log("stopping connd"), .signal("connd", pid: 31, signal: SIGTERM),
+            ])
     }
 
     @Test func aProgramStoppingForARestartWhenTheStopBeginsIsNotStartedAgain() throws {

@@ -40,7 +40,8 @@ import TetherSchema
     }
 
     @Test func secretsAreHiddenAlsoInsideGatewayFrames() throws {
-        let body = #"{"keyID":"file:/run/token","token":"s3cret","nested":{"Authorization":"Bearer s3cret","apiKey":"k"},"list":[{"password":"p"}],"text":"{\"type\":\"auth\",\"token\":\"s3cret\"}"}"#
+        let body =
+            #"{"keyID":"file:/run/token","token":"s3cret","nested":{"Authorization":"Bearer s3cret","apiKey":"k"},"list":[{"password":"p"}],"text":"{\"type\":\"auth\",\"token\":\"s3cret\"}"}"#
         let redacted = String(decoding: SecretRedactor.redact(Data(body.utf8)), as: UTF8.self)
         #expect(!redacted.contains("s3cret"), "\(redacted)")
         #expect(!redacted.contains("\"p\""))

@@ -19,7 +19,9 @@ import WebFrontEnd
 
     @Test func withoutTheTokenNothingIsServed() {
         for (query, cookie) in [(nil, nil), ("wrong", nil), (nil, "s3cre"), (nil, "s3cret!"), ("", "")] as [(String?, String?)] {
-            guard case .refuse(401, let words) = access.judge(path: "/", queryToken: query, cookieToken: cookie, host: "127.0.0.1:8766", origin: nil, upgrade: false)
+            guard
+                case .refuse(401, let words) = access.judge(
+                    path: "/", queryToken: query, cookieToken: cookie, host: "127.0.0.1:8766", origin: nil, upgrade: false)
             else {
                 Issue.record("let in with query \(query ?? "none") and cookie \(cookie ?? "none")")
                 continue
@@ -27,7 +29,8 @@ import WebFrontEnd
             #expect(words.contains("tether web"))
         }
         // The URL token does not open the WebSocket: the page has the cookie by then.
-        #expect(access.judge(path: "/ws", queryToken: "s3cret", cookieToken: nil, host: "127.0.0.1:8766", origin: "http://127.0.0.1:8766", upgrade: true) != .allow)
+        #expect(
+            access.judge(path: "/ws", queryToken: "s3cret", cookieToken: nil, host: "127.0.0.1:8766", origin: "http://127.0.0.1:8766", upgrade: true) != .allow)
     }
 
     @Test func anotherHostIsRefusedEvenWithTheToken() {
@@ -46,9 +49,11 @@ import WebFrontEnd
             return
         }
         #expect(words.contains("http://evil.example"))
-        #expect(access.judge(path: "/ws", queryToken: nil, cookieToken: "s3cret", host: "127.0.0.1:8766", origin: "http://localhost:8766", upgrade: true) != .allow)
+        #expect(
+            access.judge(path: "/ws", queryToken: nil, cookieToken: "s3cret", host: "127.0.0.1:8766", origin: "http://localhost:8766", upgrade: true) != .allow)
         #expect(access.judge(path: "/ws", queryToken: nil, cookieToken: "s3cret", host: "127.0.0.1:8766", origin: nil, upgrade: true) != .allow)
-        #expect(access.judge(path: "/ws", queryToken: nil, cookieToken: "s3cret", host: "127.0.0.1:8766", origin: "http://127.0.0.1:8766", upgrade: true) == .allow)
+        #expect(
+            access.judge(path: "/ws", queryToken: nil, cookieToken: "s3cret", host: "127.0.0.1:8766", origin: "http://127.0.0.1:8766", upgrade: true) == .allow)
     }
 
     @Test func thePolicyAllowsOnlyThePagesOwnFiles() {
@@ -64,7 +69,9 @@ import WebFrontEnd
             entries: [TranscriptEntry(id: MessageID("m1"), sender: .user, content: hostile, timestamp: Date(), status: .delivered, revision: 3)],
             revision: 3, draft: "half <typed>")
         let page = PageRenderer().page(frame)
-        #expect(page.contains("<span class=\"who\">You:</span> <span class=\"text\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;</span>"))
+        #expect(
+            page.contains(
+                "<span class=\"who\">You:</span> <span class=\"text\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;</span>"))
         #expect(page.contains("✓✓ delivered"))
         #expect(page.contains(">half &lt;typed&gt;</textarea>"))
         #expect(page.components(separatedBy: "</script>").count == 3, "only the page's own two script elements close")

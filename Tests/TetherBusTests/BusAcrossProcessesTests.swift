@@ -165,7 +165,9 @@ import TetherTesting
         #expect(await eventually { changes() == [false] }, "nobody subscribes yet: \(changes())")
         let tap = try ChildProcess(Programs.path("tether-tap"), ["--run-dir", run.path, "--json", "wire.out"], outputDirectory: run.path, name: "tap")
         defer { tap.stop() }
-        #expect(await eventually { changes() == [false, true] }, "the tap subscribed: \(changes()); bus: \(proxy.standardError); tap: \(tap.standardError); client: \(client.statistics)")
+        #expect(
+            await eventually { changes() == [false, true] },
+            "the tap subscribed: \(changes()); bus: \(proxy.standardError); tap: \(tap.standardError); client: \(client.statistics)")
 
         proxy.signal(SIGKILL)
         _ = try proxy.waitForExit(timeout: .seconds(5))

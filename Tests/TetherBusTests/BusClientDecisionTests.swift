@@ -1,6 +1,6 @@
 import Foundation
-import TetherSchema
 import Testing
+import TetherSchema
 
 @testable import TetherBus
 
@@ -11,7 +11,8 @@ import Testing
 
     private func tracker(attempts: Int = 3) -> RequestTracker {
         var tracker = RequestTracker()
-        let first = tracker.start(id: 1, name: "protod.cmd", endpoint: "ipc:///run/protod.cmd", frames: frames, timeout: .seconds(2), attempts: attempts, now: start)
+        let first = tracker.start(
+            id: 1, name: "protod.cmd", endpoint: "ipc:///run/protod.cmd", frames: frames, timeout: .seconds(2), attempts: attempts, now: start)
         #expect(first == .send(id: 1, endpoint: "ipc:///run/protod.cmd", frames: frames))
         return tracker
     }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TetherSchema
 import TetherTesting
+
+@testable import TetherSchema
 
 /// The bus header's own writer and reader against Foundation's JSONEncoder and JSONDecoder,
 /// configured as the bus configures them: the same text out, the same header (or the same

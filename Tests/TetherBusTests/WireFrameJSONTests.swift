@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TetherSchema
 import TetherTesting
+
+@testable import TetherSchema
 
 /// `WireFrame`'s own writer and reader against the bus's JSONEncoder and JSONDecoder: the same
 /// bytes out, the same frame (or the same refusal) in.

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 
 /// The whole set from compose/default.yaml in a private run directory and port; stopping it
 /// (or dropping it) leaves no process behind.
@@ -144,7 +145,9 @@ extension ComposedSet {
             .replacingOccurrences(of: "=", with: "")
         let text = (try? String(contentsOfFile: run.path + "/gateway-state/session-\(name).jsonl", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let role = object["role"] as? String else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let role = object["role"] as? String else {
+                return nil
+            }
             let blocks = object["content"] as? [[String: Any]] ?? []
             return (role, blocks.compactMap { $0["text"] as? String }.joined(separator: "\n"))
         }

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
 
 /// A network namespace made by a test with `ip netns`, with a veth pair inside it: the
 /// test's own host, whose links, addresses and routes it changes at will. Removed at the end.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 /// Packet loss and blackholes for one TCP port inside a network namespace, with nftables

@@ -14,7 +14,9 @@ public struct TestCertificates: Sendable {
         let request = directory + "/server.csr"
         let extensions = directory + "/server.ext"
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n".write(toFile: extensions, atomically: true, encoding: .utf8)
-        try Self.openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", caCertificate, "-days", "1", "-subj", "/CN=Tether Test CA"])
+        try Self.openssl([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", caCertificate, "-days", "1", "-subj", "/CN=Tether Test CA",
+        ])
         try Self.openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", serverKey, "-out", request, "-subj", "/CN=127.0.0.1"])
         try Self.openssl([
             "x509", "-req", "-in", request, "-CA", caCertificate, "-CAkey", caKey, "-CAcreateserial", "-out", serverCertificate, "-days", "1",
@@ -42,7 +44,7 @@ public struct TestCertificates: Sendable {
 public enum SecretFileWriter {
     public static func write(_ token: String, to path: String) throws {
         let temporary = path + ".new"
-        FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
         guard rename(temporary, path) == 0 else { throw TestFailure("cannot write \(path)") }
     }
 }

@@ -1,11 +1,12 @@
+import Foundation
+public import TetherBus
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-public import TetherBus
 
 /// A private run directory for one test, removed at the end; short enough for socket paths.
 public final class TestRunDirectory: Sendable {
@@ -69,7 +70,7 @@ public func freePorts(count: Int) throws -> Int {
         defer { close(fd) }
         var others: [Int32] = []
         defer { others.forEach { close($0) } }
-        for port in first + 1 ..< first + count {
+        for port in first + 1..<first + count {
             guard port <= 65535, let (other, _) = try? bindLoopback(port: port) else { break }
             others.append(other)
         }

@@ -25,7 +25,8 @@ public final class Tmux {
     /// Starts an interactive bash (no startup files, the prompt "$ ") in a `columns` × `rows`
     /// terminal: a shell with job control, where Ctrl-Z stops a job and `fg` continues it.
     public static func shell(columns: Int = 100, rows: Int = 30, directory: String, environment: [String: String] = [:]) throws -> Tmux {
-        try Tmux(["bash", "--norc", "--noprofile", "-i"], columns: columns, rows: rows, directory: directory, environment: environment.merging(["PS1": "$ "]) { $1 })
+        try Tmux(
+            ["bash", "--norc", "--noprofile", "-i"], columns: columns, rows: rows, directory: directory, environment: environment.merging(["PS1": "$ "]) { $1 })
     }
 
     /// Types a command line into the shell (every word quoted) and presses Enter.

@@ -54,7 +54,8 @@ import Testing
     }
 
     @Test func requestsRoundTripWithTheirParams() throws {
-        let text = codec.request(id: "send:m1", method: "chat.send", params: ChatSendParams(sessionKey: "agent:main:main", message: "Hello", idempotencyKey: "m1"))
+        let text = codec.request(
+            id: "send:m1", method: "chat.send", params: ChatSendParams(sessionKey: "agent:main:main", message: "Hello", idempotencyKey: "m1"))
         guard case .request("send:m1", "chat.send", let params?) = try codec.decode(text) else { Issue.record(Comment(rawValue: text)); return }
         #expect(try params.decode(ChatSendParams.self) == ChatSendParams(sessionKey: "agent:main:main", message: "Hello", idempotencyKey: "m1"))
         #expect(text.contains(#""idempotencyKey":"m1""#))

@@ -86,16 +86,20 @@ import TetherWire
     }
 
     @Test(arguments: [
-        ("""
-        {"version": "1.0", "type": "bot.state", "sequence": 10,
-         "payload": {"state": "thinking", "botName": "Opta", "detail": null, "timestamp": "2024-01-30T12:00:00Z"},
-         "serverTimestamp": null}
-        """, 10, nil as String?),
-        ("""
-        {"version": "1.0", "type": "bot.state", "sequence": 5,
-         "payload": {"state": "thinking", "botName": "Opta", "detail": "Processing your request...", "timestamp": "2024-01-30T12:00:00Z"},
-         "serverTimestamp": null}
-        """, 5, "Processing your request..."),
+        (
+            """
+            {"version": "1.0", "type": "bot.state", "sequence": 10,
+             "payload": {"state": "thinking", "botName": "Opta", "detail": null, "timestamp": "2024-01-30T12:00:00Z"},
+             "serverTimestamp": null}
+            """, 10, nil as String?
+        ),
+        (
+            """
+            {"version": "1.0", "type": "bot.state", "sequence": 5,
+             "payload": {"state": "thinking", "botName": "Opta", "detail": "Processing your request...", "timestamp": "2024-01-30T12:00:00Z"},
+             "serverTimestamp": null}
+            """, 5, "Processing your request..."
+        ),
     ])
     func botState(json: String, sequence: Int, detail: String?) throws {
         guard case .botState(let envelope) = try codec.decode(json) else {
@@ -110,21 +114,27 @@ import TetherWire
     }
 
     @Test(arguments: [
-        ("""
-        {"version": "1.0", "type": "streaming.chunk", "sequence": 15,
-         "payload": {"messageID": {"value": "msg-stream"}, "chunkIndex": 3, "content": "Hello ", "isFinal": false},
-         "serverTimestamp": null}
-        """, StreamingChunk(messageID: MessageID("msg-stream"), chunkIndex: 3, content: "Hello ", isFinal: false)),
-        ("""
-        {"version": "1.0", "type": "streaming.chunk", "sequence": 10,
-         "payload": {"messageID": {"value": "stream-1"}, "chunkIndex": 0, "content": "Hello ", "isFinal": false},
-         "serverTimestamp": null}
-        """, StreamingChunk(messageID: MessageID("stream-1"), chunkIndex: 0, content: "Hello ", isFinal: false)),
-        ("""
-        {"version": "1.0", "type": "streaming.chunk", "sequence": 11,
-         "payload": {"messageID": {"value": "stream-1"}, "chunkIndex": 1, "content": "World!", "isFinal": true},
-         "serverTimestamp": null}
-        """, StreamingChunk(messageID: MessageID("stream-1"), chunkIndex: 1, content: "World!", isFinal: true)),
+        (
+            """
+            {"version": "1.0", "type": "streaming.chunk", "sequence": 15,
+             "payload": {"messageID": {"value": "msg-stream"}, "chunkIndex": 3, "content": "Hello ", "isFinal": false},
+             "serverTimestamp": null}
+            """, StreamingChunk(messageID: MessageID("msg-stream"), chunkIndex: 3, content: "Hello ", isFinal: false)
+        ),
+        (
+            """
+            {"version": "1.0", "type": "streaming.chunk", "sequence": 10,
+             "payload": {"messageID": {"value": "stream-1"}, "chunkIndex": 0, "content": "Hello ", "isFinal": false},
+             "serverTimestamp": null}
+            """, StreamingChunk(messageID: MessageID("stream-1"), chunkIndex: 0, content: "Hello ", isFinal: false)
+        ),
+        (
+            """
+            {"version": "1.0", "type": "streaming.chunk", "sequence": 11,
+             "payload": {"messageID": {"value": "stream-1"}, "chunkIndex": 1, "content": "World!", "isFinal": true},
+             "serverTimestamp": null}
+            """, StreamingChunk(messageID: MessageID("stream-1"), chunkIndex: 1, content: "World!", isFinal: true)
+        ),
     ])
     func streamingChunk(json: String, expected: StreamingChunk) throws {
         guard case .streamingChunk(let envelope) = try codec.decode(json) else {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TetherWire
 
 /// The direct reader of `streaming.chunk` frames against JSONDecoder: whatever it reads, it
@@ -31,7 +32,8 @@ import Testing
         for (index, content) in contents.enumerated() {
             for replyTo in [nil, MessageID("m-\(index)")] {
                 for stamp in [nil, ISO8601.parse("2026-11-25T01:02:03Z"), ISO8601.parse("2026-11-25T01:02:03.456Z")] {
-                    let chunk = StreamingChunk(messageID: MessageID("r-\(index)"), chunkIndex: index * 7, content: content, isFinal: index % 2 == 0, replyTo: replyTo)
+                    let chunk = StreamingChunk(
+                        messageID: MessageID("r-\(index)"), chunkIndex: index * 7, content: content, isFinal: index % 2 == 0, replyTo: replyTo)
                     let data = try WireCodec().encode(chunk, type: "streaming.chunk", sequence: 40 + index, serverTimestamp: stamp)
                     let text = String(decoding: data, as: UTF8.self)
                     let read = try #require(direct(text), "not read directly: \(text)")
@@ -44,7 +46,8 @@ import Testing
     }
 
     @Test func leavesEveryOtherFormToTheDecoderOrReadsItTheSame() {
-        let base = #"{"payload":{"chunkIndex":3,"content":"w ","isFinal":false,"messageID":{"value":"r-1"},"replyTo":{"value":"m-1"}},"sequence":7,"serverTimestamp":"2026-11-25T01:02:03Z","type":"streaming.chunk","version":"1.0"}"#
+        let base =
+            #"{"payload":{"chunkIndex":3,"content":"w ","isFinal":false,"messageID":{"value":"r-1"},"replyTo":{"value":"m-1"}},"sequence":7,"serverTimestamp":"2026-11-25T01:02:03Z","type":"streaming.chunk","version":"1.0"}"#
         let replacements: [(String, String)] = [
             (#","replyTo":{"value":"m-1"}"#, ""), (#"{"value":"m-1"}"#, "null"), (#""2026-11-25T01:02:03Z""#, "null"),
             (#","serverTimestamp":"2026-11-25T01:02:03Z""#, ""), ("01:02:03Z", "01:02:03.5Z"), ("01:02:03Z", "01:02:03+01:00"),

@@ -59,9 +59,12 @@ import TetherWire
     @Test func everyKnownTypeRoundTrips() throws {
         let now = ISO8601.parse("2025-06-01T08:30:00Z")!
         let messages: [WireMessage] = [
-            .messageAck(WireEnvelope(type: "message.ack", sequence: 2, payload: MessageAck(messageID: MessageID("a"), status: .processed, serverTimestamp: now))),
+            .messageAck(
+                WireEnvelope(type: "message.ack", sequence: 2, payload: MessageAck(messageID: MessageID("a"), status: .processed, serverTimestamp: now))),
             .botState(WireEnvelope(type: "bot.state", sequence: 3, payload: BotStateUpdate(state: .typing, botName: "Mono", detail: "…", timestamp: now))),
-            .streamingChunk(WireEnvelope(type: "streaming.chunk", sequence: 4, payload: StreamingChunk(messageID: MessageID("s"), chunkIndex: 7, content: "é✓ 你好", isFinal: true))),
+            .streamingChunk(
+                WireEnvelope(
+                    type: "streaming.chunk", sequence: 4, payload: StreamingChunk(messageID: MessageID("s"), chunkIndex: 7, content: "é✓ 你好", isFinal: true))),
         ]
         for message in messages {
             let data = try codec.encode(message)
@@ -71,7 +74,8 @@ import TetherWire
     }
 
     @Test func fractionalSecondsAreRead() throws {
-        let json = #"{"version":"1.0","type":"system.ping","sequence":1,"payload":{"timestamp":"2024-01-30T12:00:00.250Z"},"serverTimestamp":"2024-01-30T12:00:01Z"}"#
+        let json =
+            #"{"version":"1.0","type":"system.ping","sequence":1,"payload":{"timestamp":"2024-01-30T12:00:00.250Z"},"serverTimestamp":"2024-01-30T12:00:01Z"}"#
         guard case .ping(let envelope) = try codec.decode(json) else {
             Issue.record("expected a ping")
             return
@@ -112,7 +116,10 @@ import TetherWire
         (#"{"type": 7, "sequence": 1, "payload": {}}"#, "missing-type"),
         (#"{"type": "chat.message", "version": "1.0", "sequence": "one", "payload": {}}"#, "missing-type"),
         (#"{"type": "streaming.chunk", "version": "1.0", "sequence": 1}"#, "invalid-payload"),
-        (#"{"type": "message.ack", "version": "1.0", "sequence": 1, "payload": {"messageID": {"value": "x"}, "status": "lost", "serverTimestamp": "2024-01-30T12:00:00Z"}}"#, "invalid-payload"),
+        (
+            #"{"type": "message.ack", "version": "1.0", "sequence": 1, "payload": {"messageID": {"value": "x"}, "status": "lost", "serverTimestamp": "2024-01-30T12:00:00Z"}}"#,
+            "invalid-payload"
+        ),
     ])
     func malformedFramesAreNamedForWhatIsWrong(text: String, kind: String) {
         do {

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import TetherWire
 import TetherBus
+import TetherWire
 
 /// The public keys of the programs allowed on a `tcp://` bus: a file with one key a line,
 /// optionally followed by a name (`KEY laptop-tap`), like ssh's authorized_keys. Blank lines

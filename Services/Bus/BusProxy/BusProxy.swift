@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CZeroMQ
 import FoundationEssentials
 public import Logging
 public import ServiceLifecycle
 public import TetherBus
 import TetherSchema
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The bus: a ZeroMQ XSUB/XPUB proxy (`zmq_proxy_steerable`) on `bus.in` and `bus.out`
 /// in the run directory.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CZeroMQ
 import FoundationEssentials
 import Logging
 import TetherBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Decides who may connect to the proxy's `tcp://` endpoints: libzmq asks it (ZAP, RFC 27)
 /// at every CURVE handshake, and a client is let in when its public key is in the allow-list.

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import BusProxy
 import FoundationEssentials
 import Logging
 import TetherBus
 import TetherService
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct BusCommand: AsyncParsableCommand {
@@ -35,7 +36,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Also listen for other hosts on HOST:PORT (bus.in), HOST:PORT+1 (bus.out) and HOST:PORT+2 (commands), with CURVE (default: $TETHER_BUS_TCP).")
     var tcp: String?
 
-    @Option(help: "The bus's CURVE secret key file (0600), made there if missing; 'tether-bus key FILE' prints its public key. Needed with --tcp (default: $TETHER_BUS_CURVE_KEY).")
+    @Option(
+        help:
+            "The bus's CURVE secret key file (0600), made there if missing; 'tether-bus key FILE' prints its public key. Needed with --tcp (default: $TETHER_BUS_CURVE_KEY)."
+    )
     var curveKey: String?
 
     @Option(help: "The public keys allowed in over --tcp: one a line, optionally followed by a name. Needed with --tcp (default: $TETHER_BUS_ALLOWED_KEYS).")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLinux
 public import Foundation
 import TetherService
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `ps`, `down` and `logs` do with a set's files, from another process than the supervisor.
 public struct ComposeControl: Sendable {

@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 public import Logging
 public import TetherBus
 import TetherSchema
 import TetherService
 import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Starts the programs of a compose file in order, each in its own process group, restarts
 /// those that exit by their policy, and stops them in reverse order on SIGTERM or SIGINT:

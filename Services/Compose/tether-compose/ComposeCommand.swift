@@ -50,7 +50,9 @@ struct Up: AsyncParsableCommand {
             let stopped = await control.stopWhatADeadSupervisorLeft()
             if !stopped.isEmpty {
                 FileHandle.standardError.write(
-                    Data("tether-compose: the last set's supervisor (pid \(state.supervisorPID)) had died; stopped what it left running: \(stopped.joined(separator: ", "))\n".utf8))
+                    Data(
+                        "tether-compose: the last set's supervisor (pid \(state.supervisorPID)) had died; stopped what it left running: \(stopped.joined(separator: ", "))\n"
+                            .utf8))
             }
         }
         if detach {

@@ -5,8 +5,8 @@ import NIOHTTP1
 import NIOSSL
 import NIOWebSocket
 import OpenClawWire
-import Synchronization
 public import ServiceLifecycle
+import Synchronization
 public import TetherBus
 public import TetherSchema
 import TetherService
@@ -47,7 +47,8 @@ public struct ConnectionConfiguration: Sendable {
     public init(
         url: String, credential: CredentialSource, policy: ReconnectPolicy = .default, caFile: String? = nil,
         closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20, upgradeDeadline: Duration = .seconds(5),
-        failedKnockInterval: Duration? = .seconds(30), dialect: WireDialect? = .seed, deviceKeys: DeviceKeyStore = DeviceKeyStore(directory: DeviceKeyStore.defaultDirectory),
+        failedKnockInterval: Duration? = .seconds(30), dialect: WireDialect? = .seed,
+        deviceKeys: DeviceKeyStore = DeviceKeyStore(directory: DeviceKeyStore.defaultDirectory),
         pairingCheckInterval: Duration = .seconds(5)
     ) {
         self.dialect = dialect

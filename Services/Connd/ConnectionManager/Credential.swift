@@ -58,7 +58,9 @@ enum SecretService {
         let token = result.output.trimmingWhitespace()
         guard result.status == .exited(0), !token.isEmpty else {
             throw SecretFileError(
-                description: "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store")
+                description:
+                    "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store"
+            )
         }
         return token
     }

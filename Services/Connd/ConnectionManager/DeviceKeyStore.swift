@@ -1,11 +1,12 @@
+import Crypto
+import FoundationEssentials
+public import OpenClawWire
+import TetherService
+import TetherWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
-import FoundationEssentials
-import TetherWire
-public import OpenClawWire
-import TetherService
 
 /// Where connd keeps its OpenClaw device key and the device tokens gateways issued to it:
 /// files of mode 0600 in a directory of mode 0700 under the user's configuration directory
@@ -39,7 +40,9 @@ public struct DeviceKeyStore: Sendable {
         if FileManager.default.fileExists(atPath: keyPath) {
             let encoded = try SecretFile.read(keyPath, kind: "device key file")
             guard let raw = Base64URL.decode(encoded), let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
-                throw SecretFileError(description: "device key file \(keyPath) does not hold an Ed25519 key; move it away to make a new one (the device then needs approving again)")
+                throw SecretFileError(
+                    description:
+                        "device key file \(keyPath) does not hold an Ed25519 key; move it away to make a new one (the device then needs approving again)")
             }
             return DeviceIdentity(privateKey: key)
         }

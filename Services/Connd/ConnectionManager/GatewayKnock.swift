@@ -1,8 +1,9 @@
+import NIOCore
+import NIOPosix
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NIOCore
-import NIOPosix
 
 /// A TCP connection to the gateway's port, opened and closed at once: tells a gateway that
 /// is back apart from one still restarting without a WebSocket handshake.

@@ -137,7 +137,7 @@ enum GatewaySocket {
         defer { timer.cancel() }
         do {
             return try await body()
-        } catch where timedOut.load(ordering: .relaxed) {
+        } catch  where timedOut.load(ordering: .relaxed) {
             throw GatewaySocketError(code: .upgradeTimedOut(deadline))
         }
     }
@@ -198,10 +198,12 @@ final class GatewayConnection: Sendable {
 
     /// Sends a close frame; the connection ends when the gateway answers it (or the socket closes).
     func close(_ code: WebSocketErrorCode = .normalClosure, reason: String? = nil) async throws {
-        guard state.withLock({ state in
-            defer { state.closing = true }
-            return !state.closing
-        }) else { return }
+        guard
+            state.withLock({ state in
+                defer { state.closing = true }
+                return !state.closing
+            })
+        else { return }
         var data = ByteBuffer()
         data.write(webSocketErrorCode: code)
         if let reason { data.writeString(reason) }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import FoundationEssentials
 import Logging
 import TetherSchema
 import TetherService
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What suspends and resumes the connection besides commands: front ends coming and going,
 /// and the machine sleeping.

@@ -65,7 +65,8 @@ enum OpenClawConnect {
             case .wake?:
                 guard ContinuousClock.now >= answerBy else { continue }
                 return .refused(
-                    .refused(ConnectionProblem(.unreachable, "the gateway at \(url) did not answer connect within \(ConnectionConfiguration.handshakeDeadline)")))
+                    .refused(
+                        ConnectionProblem(.unreachable, "the gateway at \(url) did not answer connect within \(ConnectionConfiguration.handshakeDeadline)")))
             case .text(let text)?:
                 guard let frame = try? codec.decode(text), let outcome = handshake.outcome(of: frame, url: url, challenge: challenge, receivedAt: receivedAt)
                 else { continue }

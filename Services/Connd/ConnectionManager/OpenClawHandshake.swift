@@ -98,7 +98,8 @@ public struct OpenClawHandshake: Sendable {
         }
         if error.code == "UNAVAILABLE" {
             let wait = max(100, error.retryAfterMs ?? 1000)
-            return .refused(ConnectionProblem(.unavailable(retryAfter: .milliseconds(wait)), "the gateway at \(url) is not ready (\(message)): trying again in \(wait) ms"))
+            return .refused(
+                ConnectionProblem(.unavailable(retryAfter: .milliseconds(wait)), "the gateway at \(url) is not ready (\(message)): trying again in \(wait) ms"))
         }
         if lowered.contains("device token") {
             return .deviceTokenRefused("the gateway at \(url) refused the stored device token (\(message)): trying the shared token")
@@ -118,10 +119,13 @@ public struct OpenClawHandshake: Sendable {
                 ))
         }
         if lowered.contains("origin not allowed") {
-            return .refused(ConnectionProblem(.refused(.originRefused), "the gateway at \(url) refused this client's origin (\(message)): check the gateway's allowed origins"))
+            return .refused(
+                ConnectionProblem(
+                    .refused(.originRefused), "the gateway at \(url) refused this client's origin (\(message)): check the gateway's allowed origins"))
         }
         if lowered.contains("missing scope") {
-            return .refused(ConnectionProblem(.refused(.scopeMissing), "the gateway at \(url) refused for want of a scope (\(message)): grant it to device \(deviceID)"))
+            return .refused(
+                ConnectionProblem(.refused(.scopeMissing), "the gateway at \(url) refused for want of a scope (\(message)): grant it to device \(deviceID)"))
         }
         return .refused(ConnectionProblem(.refused(.gatewayRefused), "the gateway at \(url) refused the connection: \(error.code) \(message)"))
     }

@@ -60,7 +60,9 @@ struct ConndCommand: AsyncParsableCommand {
     @Option(help: "Seconds after the last front end left before the connection is suspended; 0 never.")
     var idleSuspend: Double = 30
 
-    @Option(help: "The gateway's dialect: seed, openclaw (protocol 3 and 4), or auto (openclaw when the gateway sends connect.challenge within 1 s of the upgrade).")
+    @Option(
+        help: "The gateway's dialect: seed, openclaw (protocol 3 and 4), or auto (openclaw when the gateway sends connect.challenge within 1 s of the upgrade)."
+    )
     var dialect = "seed"
 
     @Option(help: "OpenClaw: where the device key and device tokens are kept (mode 0700; default $XDG_CONFIG_HOME/tether, else ~/.config/tether).")

@@ -3,10 +3,10 @@ import HTTPTypes
 public import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
-import NIOSSL
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
+import NIOSSL
 import Synchronization
 import TetherWire
 
@@ -101,7 +101,9 @@ public enum DevGateway {
         }
         router.post("/admin/devices/approve") { request, _ -> Response in
             guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
-            guard let openClaw else { return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "pairing is part of the OpenClaw dialect\n"))) }
+            guard let openClaw else {
+                return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "pairing is part of the OpenClaw dialect\n")))
+            }
             let body = try await request.body.collect(upTo: 4096)
             guard let requestID = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?["requestId"] else {
                 return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "expected {\"requestId\": \"…\"}\n")))

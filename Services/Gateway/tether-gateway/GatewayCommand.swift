@@ -1,12 +1,13 @@
 import ArgumentParser
 import DevGateway
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Hummingbird
 import Logging
 import TetherService
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @main
 struct GatewayCommand: AsyncParsableCommand {
@@ -108,7 +109,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: #"Faults to inject from the start, as JSON: {"ignorePings": true, "closeAfterFrames": 3, …} (see docs/GATEWAY.md)."#)
     var faults: String?
 
-    @Flag(help: "Behave as a gateway that knows only the seeds' JSON: no duplicate suppression, no session resume, no replyTo, one message at a time, each acknowledged after its reply (the strictSeed fault, see docs/GATEWAY.md).")
+    @Flag(
+        help:
+            "Behave as a gateway that knows only the seeds' JSON: no duplicate suppression, no session resume, no replyTo, one message at a time, each acknowledged after its reply (the strictSeed fault, see docs/GATEWAY.md)."
+    )
     var strictSeed = false
 
     @Option(help: "Log level.")

@@ -1,10 +1,11 @@
 import FoundationEssentials
-import TetherWire
 import TetherBus
+public import TetherSchema
+import TetherWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-public import TetherSchema
 
 /// Reads the network path from the kernel's routing tables (`/proc/net/route`,
 /// `/proc/net/ipv6_route`) and interface state (`/sys/class/net`).
@@ -15,7 +16,9 @@ public struct KernelRoutes: Sendable {
     /// Whether an interface has an address traffic can use; tests replace the live check.
     public var hasUsableAddress: @Sendable (String) -> Bool
 
-    public init(procRoot: String = "/proc", sysRoot: String = "/sys", hasUsableAddress: @escaping @Sendable (String) -> Bool = InterfaceAddresses.hasUsableAddress) {
+    public init(
+        procRoot: String = "/proc", sysRoot: String = "/sys", hasUsableAddress: @escaping @Sendable (String) -> Bool = InterfaceAddresses.hasUsableAddress
+    ) {
         self.procRoot = procRoot
         self.sysRoot = sysRoot
         self.hasUsableAddress = hasUsableAddress

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CLinux
 import FoundationEssentials
 import TetherBus
 import TetherService
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tells when the kernel's links, addresses or routes change: an rtnetlink socket subscribed
 /// to their multicast groups, read on a thread of its own.

@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
-import TetherWire
-import TetherStorage
 public import TetherSchema
+import TetherStorage
+import TetherWire
 
 /// Every conversation change protod publishes, numbered: the revision a subscriber uses to
 /// notice what it missed, and the log snapd fetches it from (the Clone pattern of the
@@ -105,7 +105,8 @@ public final class ConversationJournal: Sendable {
                 db, sql: "SELECT body FROM change WHERE revision > ? ORDER BY revision LIMIT ?",
                 arguments: [revision, min(max(0, limit), JournalCommand.pageLimit)])
             let changes = try bodies.map { try decoder.decode(ConversationChange.self, from: $0) }
-            let bounds = try Row.fetchOne(db, sql: "SELECT COALESCE((SELECT MIN(revision) FROM change), 1) AS oldest, COALESCE((SELECT MAX(revision) FROM change), 0) AS latest")
+            let bounds = try Row.fetchOne(
+                db, sql: "SELECT COALESCE((SELECT MIN(revision) FROM change), 1) AS oldest, COALESCE((SELECT MAX(revision) FROM change), 0) AS latest")
             return JournalCommand.Reply(changes: changes, journal: name, oldest: bounds?["oldest"] ?? 1, latest: bounds?["latest"] ?? 0)
         }
     }

@@ -170,7 +170,8 @@ extension DeliveryStateMachine {
             recordOutcome(success: false, now: now, into: &actions)
             actions.append(
                 .diagnose(
-                    DiagnosticEvent(kind: .probeFailed, detail: "the gateway answered no request within \(Self.words(settings.probeDeadline)): connecting again")))
+                    DiagnosticEvent(
+                        kind: .probeFailed, detail: "the gateway answered no request within \(Self.words(settings.probeDeadline)): connecting again")))
             return replace(reason: "the gateway answered no request within \(Self.words(settings.probeDeadline))", into: &actions)
         }
         guard link.recovered, let current = connection else { return }
@@ -250,7 +251,8 @@ extension DeliveryStateMachine {
         guard pending.contains(where: { $0.id == id }) else { return }
         let reason = error.map { "\($0.code) \($0.message)" } ?? "refused without a reason"
         settle([id], as: .failed, into: &actions) { _ in "the gateway refused the message: \(reason)" }
-        actions.append(.diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
+        actions.append(
+            .diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
         recordOutcome(success: false, now: now, into: &actions)
     }
 
@@ -420,7 +422,9 @@ extension DeliveryStateMachine {
                 .diagnose(
                     DiagnosticEvent(
                         kind: .deliveryFailed, willRetry: true,
-                        detail: "chat.history failed (\(error.map { "\($0.code) \($0.message)" } ?? "unreadable answer")): unconfirmed messages are sent again with their idempotency key")))
+                        detail:
+                            "chat.history failed (\(error.map { "\($0.code) \($0.message)" } ?? "unreadable answer")): unconfirmed messages are sent again with their idempotency key"
+                    )))
             link.recovered = true
             open.dialect = .openClaw(link)
             connection = open
@@ -429,13 +433,15 @@ extension DeliveryStateMachine {
         let known = knownEntries
         let merge = HistoryMerge.merge(
             result.messages, limit: lookup.limit,
-            sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } } + pending.filter(\.everWritten).map {
-                HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
-            },
+            sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } }
+                + pending.filter(\.everWritten).map {
+                    HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
+                },
             clockOffset: link.clockOffset, botName: botName, known: { known[$0] })
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
-            message.everWritten && !merge.found.contains(message.messageID) && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
+            message.everWritten && !merge.found.contains(message.messageID)
+                && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
         }
         if !unsure.isEmpty, lookup.limit < 1000, !link.widened {
             link.widened = true
@@ -454,7 +460,9 @@ extension DeliveryStateMachine {
                 .diagnose(
                     DiagnosticEvent(
                         kind: .historyChecked, count: confirmed.count,
-                        detail: "\(confirmed.count) of \(unknown.count) unacknowledged messages are in the gateway's history; \(unknown.count - confirmed.count) are written again with their idempotency key")))
+                        detail:
+                            "\(confirmed.count) of \(unknown.count) unacknowledged messages are in the gateway's history; \(unknown.count - confirmed.count) are written again with their idempotency key"
+                    )))
         }
         for entry in merge.entries { actions.append(.publishEntry(entry)) }
         // Runs: whole in history, or lost with a gateway that restarted since they began.

@@ -415,7 +415,8 @@ public struct DeliveryStateMachine: Sendable {
         if let open = connection {
             let current: ConversationSession =
                 if case .openClaw(let link) = open.dialect {
-                    ConversationSession(dialect: .openclaw, sessionKey: link.sessionKey, requested: settings.sessionKey.flatMap { $0 == link.sessionKey ? nil : $0 })
+                    ConversationSession(
+                        dialect: .openclaw, sessionKey: link.sessionKey, requested: settings.sessionKey.flatMap { $0 == link.sessionKey ? nil : $0 })
                 } else {
                     ConversationSession(dialect: .seed, sessionKey: nil)
                 }
@@ -473,7 +474,8 @@ public struct DeliveryStateMachine: Sendable {
             actions.append(
                 .diagnose(
                     DiagnosticEvent(
-                        kind: .fallbackUsed, messageID: entry.messageID, detail: "not connected: \(entry.strategy.rawValue) instead of \(fallbackFrom.rawValue)")))
+                        kind: .fallbackUsed, messageID: entry.messageID, detail: "not connected: \(entry.strategy.rawValue) instead of \(fallbackFrom.rawValue)"
+                    )))
         }
         actions.append(.publishEntry(TranscriptEntry(id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued)))
         actions.append(.publishDelivery(DeliveryUpdate(id: entry.messageID, status: .queued)))
@@ -775,7 +777,9 @@ public struct DeliveryStateMachine: Sendable {
             actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered)))
             actions.append(.persistDelivered(id: message.id))
             actions.append(
-                .diagnose(DiagnosticEvent(kind: .messageSent, messageID: message.messageID, durationMilliseconds: Int(now.timeIntervalSince(message.createdAt) * 1000))))
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .messageSent, messageID: message.messageID, durationMilliseconds: Int(now.timeIntervalSince(message.createdAt) * 1000))))
             recordOutcome(success: true, now: now, into: &actions)
         } else {
             settle([message.id], as: .failed, into: &actions) { _ in "the gateway refused the message" }

@@ -1,8 +1,8 @@
 public import Foundation
 public import GRDB
 public import TetherSchema
-public import TetherWire
 import TetherStorage
+public import TetherWire
 
 /// A message in the outbox.
 public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
@@ -232,7 +232,8 @@ public struct Outbox: Sendable {
     public func saveSession(sessionID: String?, lastSequence: Int) async throws {
         try await writeWithoutWaitingForTheDisk { db in
             try db.execute(
-                sql: "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
+                sql:
+                    "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
                 arguments: [sessionID, lastSequence])
         }
     }

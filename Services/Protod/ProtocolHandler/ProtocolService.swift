@@ -1,11 +1,11 @@
 import Foundation
 public import Logging
+import OpenClawWire
 public import ServiceLifecycle
 public import TetherBus
 public import TetherSchema
 public import TetherService
 public import TetherStorage
-import OpenClawWire
 import TetherWire
 
 /// How protod keeps its outbox.
@@ -190,10 +190,13 @@ actor ProtocolEngine {
         timerGeneration += 1
         let generation = timerGeneration
         let delay = Duration.milliseconds(max(0, Int((next.timeIntervalSinceNow * 1000).rounded(.up))))
-        timer = (next, Task { [weak self] in
-            guard (try? await Task.sleep(for: delay)) != nil else { return }
-            await self?.timerFired(generation)
-        })
+        timer = (
+            next,
+            Task { [weak self] in
+                guard (try? await Task.sleep(for: delay)) != nil else { return }
+                await self?.timerFired(generation)
+            }
+        )
     }
 
     private func timerFired(_ generation: Int) async {
@@ -320,7 +323,8 @@ actor ProtocolEngine {
     func attemptRecovery() async -> RecoverCommand.Reply {
         diagnose(DiagnosticEvent(kind: .recoveryAttempted))
         do {
-            let reply = try await bus.request(ConnectionCommand.self, .init(action: .reconnect, reason: "recovery asked for"), timeout: .seconds(2), attempts: 2)
+            let reply = try await bus.request(
+                ConnectionCommand.self, .init(action: .reconnect, reason: "recovery asked for"), timeout: .seconds(2), attempts: 2)
             diagnose(DiagnosticEvent(kind: reply.accepted ? .recoverySucceeded : .recoveryFailed, detail: "the connection is \(reply.phase.rawValue)"))
             return RecoverCommand.Reply(reconnecting: reply.accepted, health: machine.healthState)
         } catch {

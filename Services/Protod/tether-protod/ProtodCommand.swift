@@ -48,7 +48,9 @@ struct ProtodCommand: AsyncParsableCommand {
     @Option(help: "OpenClaw: at most this many messages written and not yet acknowledged at once.")
     var sendWindow = 32
 
-    @Option(help: "Seconds a reply may stop growing on a live connection before it is marked incomplete (the seed dialect; OpenClaw runs end by the gateway's word).")
+    @Option(
+        help:
+            "Seconds a reply may stop growing on a live connection before it is marked incomplete (the seed dialect; OpenClaw runs end by the gateway's word).")
     var replyStall: Double = 30
 
     func validate() throws {
@@ -65,7 +67,8 @@ struct ProtodCommand: AsyncParsableCommand {
         let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
         let settings = ProtocolSettings(
             defaultRetry: RetryPolicy.named(retry) ?? .default,
-            delivery: .init(maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall,
+            delivery: .init(
+                maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall,
                 sessionKey: session, sendWindow: sendWindow, whenFull: OverflowPolicy(rawValue: whenFull) ?? .refuse))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in

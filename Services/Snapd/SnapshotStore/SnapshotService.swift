@@ -3,8 +3,8 @@ public import ServiceLifecycle
 public import TetherBus
 import TetherSchema
 import TetherService
-import TetherWire
 public import TetherStorage
+import TetherWire
 
 /// The snapshot store: records the conversation from the bus, catches up from protod's
 /// journal on what it missed, keeps each front end's display snapshot and the connection

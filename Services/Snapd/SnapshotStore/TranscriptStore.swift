@@ -1,8 +1,8 @@
 import Foundation
 import GRDB
 public import TetherSchema
-import TetherWire
 import TetherStorage
+import TetherWire
 
 /// What snapd keeps in SQLite (WAL): the transcript (every message with its status, within
 /// a cap), how far it has followed protod's journal, each front end's display snapshot
@@ -150,9 +150,11 @@ public struct TranscriptStore: Sendable {
     public func apply(_ progress: StreamProgress, after known: StreamProgress? = nil) async throws -> StreamProgress? {
         try await database.write { db in
             guard try !Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)", arguments: [progress.id.value])! else { return nil }
-            let kept = try known ?? Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
-                try BusSchema.decoder.decode(StreamProgress.self, from: $0)
-            }
+            let kept =
+                try known
+                ?? Data.fetchOne(db, sql: "SELECT progress FROM stream WHERE id = ?", arguments: [progress.id.value]).map {
+                    try BusSchema.decoder.decode(StreamProgress.self, from: $0)
+                }
             guard let followed = progress.following(kept) else { return nil }
             try db.execute(
                 sql: """
@@ -248,7 +250,8 @@ public struct TranscriptStore: Sendable {
     /// are removed, so the count is the span of positions: no table scan. (MIN and MAX in
     /// one SELECT would scan the table: SQLite looks either up in the index only alone.)
     private func compact(_ db: Database) throws -> Int {
-        guard let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT MIN(position) FROM transcript) AS oldest, (SELECT MAX(position) FROM transcript) AS newest"),
+        guard
+            let bounds = try Row.fetchOne(db, sql: "SELECT (SELECT MIN(position) FROM transcript) AS oldest, (SELECT MAX(position) FROM transcript) AS newest"),
             let oldest: Int = bounds["oldest"], let newest: Int = bounds["newest"]
         else { return 0 }
         guard newest - oldest + 1 > maximumEntries + maximumEntries / 10 else { return 0 }

@@ -1,8 +1,9 @@
+public import TetherBus
+import TetherSchema
+
 #if canImport(Glibc)
 import Glibc
 #endif
-public import TetherBus
-import TetherSchema
 
 /// Which messages the tap shows: topics by prefix or glob, sources by name or glob.
 public struct TapFilter: Sendable {

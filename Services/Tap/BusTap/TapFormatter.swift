@@ -55,7 +55,8 @@ public struct TapFormatter: Sendable {
             let rate = String(format: "%9.1f", row.rate)
             let total = String(row.total).leftPadded(to: 9)
             let bytes = String(row.meanBytes).leftPadded(to: 11)
-            lines.append("\(paint(row.topic.padding(toLength: width, withPad: " ", startingAt: 0), Self.color(of: Topic(row.topic))))  \(rate) \(total)  \(bytes)")
+            lines.append(
+                "\(paint(row.topic.padding(toLength: width, withPad: " ", startingAt: 0), Self.color(of: Topic(row.topic))))  \(rate) \(total)  \(bytes)")
         }
         if rows.isEmpty { lines.append("(nothing yet)") }
         lines.append(paint("rates over the last \(Int(window)) s", .dim))

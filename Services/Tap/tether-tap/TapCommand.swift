@@ -84,7 +84,7 @@ struct Echo: AsyncParsableCommand {
             subscription = try await bus.subscribe(to: [""], confirm: true)
         } catch {
             FileHandle.standardError.write(Data("tether-tap: \(error)\n".utf8))
-            throw ExitCode(4)
+            throw ExitCode(.notRunning)
         }
         let start = ContinuousClock.now
         func offset() -> TimeInterval {
@@ -186,7 +186,7 @@ struct Replay: AsyncParsableCommand {
             messages = try RecordedMessage.load(path: file).filter { !$0.topic.hasPrefix(Topic.probePrefix) }
         } catch {
             FileHandle.standardError.write(Data("tether-tap: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(.notDone)
         }
         let bus = try remote.makeBusClient(source: "tether-tap", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether-tap"))
         do {
@@ -194,7 +194,7 @@ struct Replay: AsyncParsableCommand {
             _ = try await bus.subscribe(to: [Topic.probePrefix + "replay"], confirm: true)
         } catch {
             FileHandle.standardError.write(Data("tether-tap: \(error)\n".utf8))
-            throw ExitCode(4)
+            throw ExitCode(.notRunning)
         }
         let start = ContinuousClock.now
         var sent = 0
@@ -207,7 +207,7 @@ struct Replay: AsyncParsableCommand {
         await bus.close()
         let dropped = bus.statistics.dropped[BusDrop.publishRefused, default: 0]
         print("replayed \(sent) messages from \(file)\(dropped > 0 ? "; \(dropped) dropped by a full queue" : "")")
-        if dropped > 0 { throw ExitCode(1) }
+        if dropped > 0 { throw ExitCode(.notDone) }
     }
 }
 

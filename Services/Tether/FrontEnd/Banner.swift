@@ -1,7 +1,7 @@
 import Foundation
 public import TetherSchema
 
-/// The inline banner at the top of a front end, with seed 002's words: what the connection
+/// The inline banner at the top of a front end, in the words `conn.state` gives: what the connection
 /// is doing when it is not simply connected, "Reconnected" for a moment after it comes back,
 /// nothing otherwise. Never a modal: it can be dismissed, and comes back only when its
 /// words change.

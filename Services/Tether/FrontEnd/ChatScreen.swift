@@ -260,6 +260,7 @@ public struct ChatScreen: Sendable {
     /// What to save so the next start draws this screen again.
     public func displaySnapshot(width: Int, height: Int) -> DisplaySnapshot {
         let (conversation, _) = visibleConversation(width: max(10, width), rows: max(1, height - 2))
-        return DisplaySnapshot(frontEnd: frontEnd, screen: conversation.map(\.text), scrollOffset: scrollOffset, draft: composer.draft, history: composer.history)
+        return DisplaySnapshot(
+            frontEnd: frontEnd, screen: conversation.map(\.text), scrollOffset: scrollOffset, draft: composer.draft, history: composer.history)
     }
 }

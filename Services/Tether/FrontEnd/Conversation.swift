@@ -1,6 +1,7 @@
 import Foundation
 public import TetherBus
 public import TetherSchema
+public import TetherService
 public import TetherWire
 
 /// How a `tether send` ended.
@@ -27,13 +28,13 @@ public enum SendOutcome: Sendable, Equatable {
     /// nothing was queued.
     case refused(String)
 
-    /// The process exit code `tether send` ends with.
-    public var exitCode: Int32 {
+    /// The exit code `tether send` ends with.
+    public var exitCode: TetherExitCode {
         switch self {
-        case .replied: 0
-        case .deliveredWithoutReply, .replyIncomplete: 3
-        case .notDelivered, .unconfirmed, .unanswered, .failed: 1
-        case .refused: 5
+        case .replied: .success
+        case .deliveredWithoutReply, .replyIncomplete: .deliveredWithoutReply
+        case .notDelivered, .unconfirmed, .unanswered, .failed: .notDone
+        case .refused: .refused
         }
     }
 }

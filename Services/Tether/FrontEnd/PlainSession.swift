@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 public import TetherBus
 import TetherSchema
 import TetherService
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The conversation as plain lines, for screen readers, logs and pipes: the stored
 /// transcript, then each message and reply as it completes, and every change of the

@@ -1,9 +1,9 @@
 public import Foundation
+import Synchronization
 public import TetherBus
 public import TetherSchema
-public import TetherWire
-import Synchronization
 import TetherService
+public import TetherWire
 
 /// What `tether status` shows: each program's heartbeat and the retained state of the set.
 public struct StatusReport: Sendable, Codable {
@@ -156,7 +156,9 @@ private final class Arrivals: Sendable {
     private let state = Mutex((seen: Set<Source>(), last: ContinuousClock.now))
 
     func note(_ source: Source) {
-        state.withLock { $0.seen.insert(source); $0.last = .now }
+        state.withLock {
+            $0.seen.insert(source); $0.last = .now
+        }
     }
 
     /// True once every one of `needed` came and nothing new has come for `quiet`.

@@ -63,7 +63,7 @@ public final class TerminalSession: Sendable {
             do {
                 let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
                 if reply.status == .failed { report("not sent: the message was refused") }
-            } catch where error.wentUnanswered {
+            } catch  where error.wentUnanswered {
                 report("not confirmed: " + Conversation.unansweredSend)
             } catch {
                 report("not sent: \(error)")
@@ -78,7 +78,7 @@ public final class TerminalSession: Sendable {
                 report("cannot stop the reply: \(error)")
             }
         case .action(.suspend, let display):
-            // Seed 002: save the screen, close the connection gracefully, then stop.
+            // Save the screen, close the connection gracefully, then stop: coming back shows it as it was.
             await save(display)
             await connection(.suspend)
             suspendDone.signal()

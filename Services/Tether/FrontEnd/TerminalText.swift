@@ -1,7 +1,8 @@
 import CNcursesw
 import TetherService
+
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Text measured in terminal columns: a wide character (CJK, most emoji) takes two, a

@@ -2,18 +2,20 @@ public import ArgumentParser
 import Foundation
 import FrontEnd
 import Logging
+import ServiceLifecycle
 import TetherBus
 import TetherSchema
 import TetherService
 import TetherWire
-import ServiceLifecycle
 
 @main
 struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
-        subcommands: [Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self],
+        subcommands: [
+            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self,
+        ],
         defaultSubcommand: Chat.self
     )
 }
@@ -26,14 +28,11 @@ func openBus(_ options: ProgramOptions, _ remote: RemoteBusOptions) throws -> Bu
     return try remote.makeBusClient(source: "tether", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether"))
 }
 
-/// Exit code when the set is not running.
-let notRunningExitCode: Int32 = 4
-
-/// The error a command ends with: a bus that does not answer becomes exit code 4 with words.
+/// The error a command ends with: a bus that does not answer becomes ``TetherExitCode/notRunning`` with words.
 func commandError(_ error: any Error) -> any Error {
     guard let error = error as? BusError, error.isUnreachable else { return error }
     FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
-    return ExitCode(notRunningExitCode)
+    return ExitCode(.notRunning)
 }
 
 struct Chat: AsyncParsableCommand {
@@ -96,7 +95,10 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the acknowledgement and the reply.")
     var timeout: Double = 30
 
-    @Option(help: "Delivery: queued (kept until delivered, the default), immediate (fail at once when not connected) or latestOnly (only the newest of --kind is kept).")
+    @Option(
+        help:
+            "Delivery: queued (kept until delivered, the default), immediate (fail at once when not connected) or latestOnly (only the newest of --kind is kept)."
+    )
     var strategy: DeliveryStrategy = .queued
 
     @Option(help: "With --strategy latestOnly: the kind of message.")
@@ -145,7 +147,7 @@ struct Send: AsyncParsableCommand {
         do {
             if let wait, try await !conversation.waitForConnection(timeout: .milliseconds(Int(wait * 1000))) {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
-                throw ExitCode(1)
+                throw ExitCode(.notDone)
             }
             outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000))) {
                 if let warning = $0.warning { say("warning: \(warning)") }
@@ -185,7 +187,7 @@ struct Send: AsyncParsableCommand {
         case .refused(let reason):
             say("refused, nothing was queued: \(reason)")
         }
-        if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+        if outcome.exitCode != .success { throw ExitCode(outcome.exitCode) }
     }
 }
 
@@ -216,7 +218,8 @@ struct Watch: AsyncParsableCommand {
         let bus = try openBus(options, remote)
         do {
             // Until SIGINT or SIGTERM; then it says it leaves, and the bus closes after it.
-            try await BusProgram.run([BusClientService(bus: bus), ConversationPrinter(bus: bus, json: json, history: history)], logger: Logger(label: "tether"))
+            try await BusProgram.run(
+                [BusClientService(bus: bus), ConversationPrinter(bus: bus, json: json, history: history)], logger: Logger(label: "tether"))
         } catch {
             throw commandError(error)
         }
@@ -342,7 +345,7 @@ extension ConnectionControl {
             print("\(Self.action.rawValue): the connection is now \(reply.phase.words)")
         } else {
             FileHandle.standardError.write(Data("tether: \(Self.action.rawValue) does not apply now: the connection is \(reply.phase.words)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(.notDone)
         }
     }
 }
@@ -469,14 +472,14 @@ struct Web: AsyncParsableCommand {
             !url.isEmpty
         else {
             FileHandle.standardError.write(Data("tether: tether-web is not running in \(directory.path) (start it, or run compose/web.yaml)\n".utf8))
-            throw ExitCode(4)
+            throw ExitCode(.notRunning)
         }
         let token: String
         do {
             token = try SecretFile.read(directory.file("web.token"), kind: "web token file")
         } catch {
             FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw ExitCode(.notDone)
         }
         print("\(url)?token=\(token)")
     }

@@ -91,12 +91,14 @@ public struct PageRenderer: Sendable {
         switch entry.sender {
         case .user:
             let mark = entry.status.mark
-            return #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#
+            return
+                #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#
         case .bot(name: let name):
             let cut = entry.status == .incomplete ? #"<span class="mark bad">✗ cut off</span>"# : ""
 
             let replyTo = entry.inReplyTo.map { #" data-reply-to="\#(escape($0.value))""# } ?? ""
-            return #"<li class="bot" data-id="\#(escape(entry.id.value))"\#(replyTo)><span class="who">\#(escape(name.isEmpty ? "Bot" : name)):</span> <span class="text">\#(escape(entry.content))</span>\#(cut.isEmpty ? "" : " " + cut)</li>"#
+            return
+                #"<li class="bot" data-id="\#(escape(entry.id.value))"\#(replyTo)><span class="who">\#(escape(name.isEmpty ? "Bot" : name)):</span> <span class="text">\#(escape(entry.content))</span>\#(cut.isEmpty ? "" : " " + cut)</li>"#
         }
     }
 

@@ -85,7 +85,8 @@ public struct WebBridge: Sendable {
             _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(2), attempts: 1)
             return nil
         case "reconnect":
-            _ = try? await bus.request(ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)
+            _ = try? await bus.request(
+                ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)
             return nil
         default:
             return PageMessage.answer(["type": "problem", "message": "tether-web does not know the request \(request.type)"])
@@ -108,7 +109,8 @@ public struct WebBridge: Sendable {
             return frame
         } catch {
             return PageRenderer.FirstFrame(
-                connection: connection, problem: "The stored transcript could not be read (tether-snapd did not answer); it comes as soon as the page connects.")
+                connection: connection, problem: "The stored transcript could not be read (tether-snapd did not answer); it comes as soon as the page connects."
+            )
         }
     }
 }

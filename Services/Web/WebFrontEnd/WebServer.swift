@@ -3,8 +3,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 public import Logging
-public import ServiceLifecycle
 import NIOCore
+public import ServiceLifecycle
 import Synchronization
 public import TetherBus
 import TetherSchema
@@ -33,11 +33,16 @@ public enum WebServer {
     /// a new page's first frame.
     public static func makeServices(configuration: WebConfiguration, bus: BusClient, logger: Logger) throws -> [any Service] {
         let connection = LatestConnection()
-        return [try makeApplication(configuration: configuration, bus: bus, connection: connection, logger: logger), ConnectionFollower(bus: bus, latest: connection)]
+        return [
+            try makeApplication(configuration: configuration, bus: bus, connection: connection, logger: logger),
+            ConnectionFollower(bus: bus, latest: connection),
+        ]
     }
 
     /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/ws`.
-    static func makeApplication(configuration: WebConfiguration, bus: BusClient, connection: LatestConnection, logger: Logger) throws -> some ApplicationProtocol {
+    static func makeApplication(
+        configuration: WebConfiguration, bus: BusClient, connection: LatestConnection, logger: Logger
+    ) throws -> some ApplicationProtocol {
         let bridge = WebBridge(bus: bus)
         let pages = PagePresence(bus: bus)
         let script = try asset("app.js")

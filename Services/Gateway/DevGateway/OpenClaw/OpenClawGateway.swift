@@ -1,8 +1,8 @@
 import Foundation
 import Logging
-import TetherService
 import NIOWebSocket
 import OpenClawWire
+import TetherService
 
 /// How the OpenClaw dialect of the development gateway behaves.
 public struct OpenClawGatewaySettings: Sendable {
@@ -125,7 +125,8 @@ actor OpenClawGateway {
             link.connected(protocolVersion: hello.protocol, scopes: scopes, deviceID: deviceID)
             links[link.connection] = link
             logger.info(
-                "client connected", metadata: ["gateway.connection": "\(link.connection)", "gateway.protocol": "\(hello.protocol)", "gateway.device": "\(deviceID)"])
+                "client connected",
+                metadata: ["gateway.connection": "\(link.connection)", "gateway.protocol": "\(hello.protocol)", "gateway.device": "\(deviceID)"])
             try? await link.write(codec.encode(.response(id: id, ok: true, payload: try? JSONValue(encoding: hello), error: nil)))
         }
     }
@@ -144,10 +145,14 @@ actor OpenClawGateway {
             return .refuse(Self.invalid("invalid connect params: must have required properties"), .policyViolation)
         }
         let known = ["webchat-ui", "webchat", "cli", "gateway-client", "node-host", "test", "fingerprint", "openclaw-control-ui", "openclaw-macos"]
-        guard known.contains(connect.client.id) else { return .refuse(Self.invalid("invalid connect params: at /client/id: must be equal to one of the allowed values"), .policyViolation) }
+        guard known.contains(connect.client.id) else {
+            return .refuse(Self.invalid("invalid connect params: at /client/id: must be equal to one of the allowed values"), .policyViolation)
+        }
         guard connect.maxProtocol >= settings.protocols.lowerBound, connect.minProtocol <= settings.protocols.upperBound else {
             return .refuse(
-                GatewayErrorShape(code: "INVALID_REQUEST", message: "protocol mismatch", details: .object(["expectedProtocol": .number(Double(settings.protocols.upperBound))])),
+                GatewayErrorShape(
+                    code: "INVALID_REQUEST", message: "protocol mismatch",
+                    details: .object(["expectedProtocol": .number(Double(settings.protocols.upperBound))])),
                 .protocolError)
         }
         guard connect.client.mode != "webchat" else { return .refuse(Self.invalid("origin not allowed"), .policyViolation) }
@@ -169,7 +174,9 @@ actor OpenClawGateway {
                 return .refuse(Self.invalid("unauthorized: device token mismatch (rotate/reissue device token)"), .policyViolation)
             }
         } else if !sharedOK || faults.current.rejectToken {
-            let message = connect.auth?.token == nil ? "unauthorized: gateway token missing (provide gateway auth token)" : "unauthorized: gateway token mismatch (provide gateway auth token)"
+            let message =
+                connect.auth?.token == nil
+                ? "unauthorized: gateway token missing (provide gateway auth token)" : "unauthorized: gateway token mismatch (provide gateway auth token)"
             return .refuse(Self.invalid(message), .policyViolation)
         }
         let signedToken = connect.auth?.token ?? connect.auth?.deviceToken ?? ""
@@ -246,7 +253,9 @@ actor OpenClawGateway {
             }
         case "chat.history":
             guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
-            guard let params = try? params?.decode(ChatHistoryParams.self) else { return await reply(id, Self.invalid("invalid chat.history params"), on: link) }
+            guard let params = try? params?.decode(ChatHistoryParams.self) else {
+                return await reply(id, Self.invalid("invalid chat.history params"), on: link)
+            }
             let limit = min(max(params.limit ?? 200, 1), 1000)
             let messages = Array((transcripts[params.sessionKey] ?? []).suffix(limit))
             let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: sessionID(params.sessionKey), messages: messages)
@@ -290,7 +299,10 @@ actor OpenClawGateway {
         let key = send.idempotencyKey
         if activeRuns[key] != nil { return (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil) }
         if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.inSeconds {
-            return (finished.ok, try? JSONValue(encoding: finished.result), finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed"))
+            return (
+                finished.ok, try? JSONValue(encoding: finished.result),
+                finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed")
+            )
         }
         let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return (false, nil, Self.invalid("message or attachment required")) }

@@ -42,7 +42,9 @@ final class OpenClawLink: Sendable {
     }
 
     func allows(_ scope: String) -> Bool {
-        state.withLock { $0.scopes.contains(scope) || $0.scopes.contains("operator.admin") || (scope == "operator.read" && $0.scopes.contains("operator.write")) }
+        state.withLock {
+            $0.scopes.contains(scope) || $0.scopes.contains("operator.admin") || (scope == "operator.read" && $0.scopes.contains("operator.write"))
+        }
     }
 
     /// The next event sequence number on this connection (`skip` leaves one out, a gap).
@@ -71,10 +73,12 @@ final class OpenClawLink: Sendable {
 
     /// Closes with a code and reason, as the gateway does after refusing a handshake.
     func close(_ code: WebSocketErrorCode, reason: String) async throws {
-        guard state.withLock({ state in
-            defer { state.closed = true }
-            return !state.closed
-        }) else { return }
+        guard
+            state.withLock({ state in
+                defer { state.closed = true }
+                return !state.closed
+            })
+        else { return }
         try await outbound.close(code, reason: String(reason.utf8.prefix(120)) ?? reason)
     }
 }
