@@ -34,6 +34,17 @@ import Glibc
         let unknown = try set.compose(["kill", "nosuch"])
         #expect(unknown.status != 0)
         #expect(unknown.standardError.contains("no program named 'nosuch'"))
+
+        // The supervisor's endpoint is its own, not the bus's: the bus restarts through it too.
+        let bus = try #require(set.pid(of: "bus"))
+        let restartBus = try set.compose(["restart", "bus"])
+        #expect(restartBus.status == 0, "\(restartBus.standardError)")
+        #expect(set.pid(of: "bus") != bus)
+        let json = try set.compose(["ps", "--json"])
+        let answered = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        let programs = answered?["programs"] as? [[String: Any]] ?? []
+        #expect(programs.map { $0["name"] as? String } == ["bus", "gateway", "netmon", "snapd", "protod", "connd"], "\(json.standardOutput)")
+        #expect(programs.first?["pid"] as? Int == set.pid(of: "bus").map(Int.init))
         let send = try set.tether(["send", "after", "restarts"])
         #expect(send.standardOutput == "You said: after restarts\n", "\(send.standardError)")
     }

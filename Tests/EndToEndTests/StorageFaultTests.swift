@@ -85,8 +85,8 @@ import Glibc
             if Tmux.available {
                 let ui = try Tmux(
                     [Programs.path("tether"), "--run-dir", set.run.path], columns: 200, rows: 24, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
-                let screen = try await ui.waitFor("Storage: the outbox (\(set.run.path)/protod.sqlite) was damaged")
-                #expect(screen.contains("Storage: the transcript store"), "\(screen)")
+                // protod's notices and snapd's come from two programs, each in its time: both are waited for.
+                _ = try await ui.waitFor("Storage: the outbox (\(set.run.path)/protod.sqlite) was damaged", "Storage: the transcript store")
             }
         }
         print("damage \(damage.rawValue): \(recovered ?? 0) of 3 queued messages recovered and delivered; status said:\n\(said)")

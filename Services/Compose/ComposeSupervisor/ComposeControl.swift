@@ -1,16 +1,23 @@
 import CLinux
 public import Foundation
+import Logging
+import TetherBus
+import TetherSchema
 import TetherService
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What `ps`, `down` and `logs` do with a set's files, from another process than the supervisor.
+/// What `ps`, `restart`, `kill` and `down` do from another process than the supervisor:
+/// the first three ask it on its own endpoint (``ComposeCommands``); `down` signals it, and
+/// after a supervisor that died, reads the state it wrote.
 public struct ComposeControl: Sendable {
     public let paths: ComposePaths
+    private let runDirectory: String
 
     public init(runDirectory: String) {
+        self.runDirectory = runDirectory
         paths = ComposePaths(runDirectory: runDirectory)
     }
 
@@ -40,14 +47,23 @@ public struct ComposeControl: Sendable {
         return left.map { "\($0.0) (pid \($0.1))" }
     }
 
+    /// The set now: the running supervisor's answer, else what the last one wrote when it
+    /// died (its programs shown orphaned or stopped); nil when no set has run here.
+    public func currentState() async -> (state: ComposeState, supervisorRunning: Bool)? {
+        guard let written = paths.readState() else { return nil }
+        guard supervisorIsRunning(written) else { return (written, false) }
+        if let answered = try? await ask(ComposeCommands.Status.self, .init(), timeout: .seconds(2)) { return (answered, true) }
+        return (written, true)
+    }
+
     /// The `ps` table.
-    public func table(now: Date = Date()) -> String {
-        guard let state = paths.readState() else { return "no set has run in \(paths.directory)" }
-        let supervisor = supervisorIsRunning(state) ? "running (pid \(state.supervisorPID))" : "not running"
+    public func table(now: Date = Date()) async -> String {
+        guard let (state, running) = await currentState() else { return "no set has run in \(paths.directory)" }
+        let supervisor = running ? "running (pid \(state.supervisorPID))" : "not running"
         var table = TextTable(header: ["NAME", "STATE", "PID", "READY", "RESTARTS", "UPTIME", "LAST EXIT"])
         for program in state.programs {
             let alive = program.pid.map(isAlive) ?? false
-            let phase = supervisorIsRunning(state) ? program.phase.rawValue : (alive ? "orphaned" : "stopped")
+            let phase = running ? program.phase.rawValue : (alive ? "orphaned" : "stopped")
             let uptime = program.startedAt.map { alive ? uptimeWords(now.timeIntervalSince($0)) : "-" } ?? "-"
             table.append([
                 program.name, phase, program.pid.map(String.init) ?? "-", program.ready ? "yes" : "no", "\(program.restarts)", uptime,
@@ -85,47 +101,55 @@ public struct ComposeControl: Sendable {
         return report.isEmpty ? "the set was not running" : report.joined(separator: "\n")
     }
 
-    /// Sends `signal` to the program's process group, as a crash or an operator would; the
-    /// supervisor then applies the program's restart policy. Returns what it did, in words.
-    public func send(signal: Int32 = SIGKILL, toProgram name: String) throws -> String {
-        let state = try runningState()
-        guard let program = state.programs.first(where: { $0.name == name }) else {
-            throw ComposeError("no program named '\(name)' in the set (\(state.programs.map(\.name).joined(separator: ", ")))")
-        }
-        guard let pid = program.pid, isAlive(pid) else { throw ComposeError("\(name) is not running (\(program.phase.rawValue))") }
-        guard Glibc.kill(-pid, signal) == 0 else { throw ComposeError("cannot signal \(name) (pid \(pid)): \(String(cString: strerror(errno)))") }
-        return "sent \(Self.signalName(signal)) to \(name) (pid \(pid))"
+    /// Asks the supervisor to send `signal` to the program's process group, as a crash or an
+    /// operator would; its restart policy then applies. Returns what it did, in words.
+    public func send(signal: Int32 = SIGKILL, toProgram name: String) async throws -> String {
+        try runningSupervisor()
+        return try await ask(ComposeCommands.Kill.self, .init(program: name, signal: signal)).words
     }
 
     /// Asks the supervisor to stop the program and start it again, and waits until the new
     /// run is ready. Returns the program's `ps` line.
     public func restart(program name: String, timeout: Duration = .seconds(60)) async throws -> String {
-        let state = try runningState()
-        guard let before = state.programs.first(where: { $0.name == name }) else {
-            throw ComposeError("no program named '\(name)' in the set (\(state.programs.map(\.name).joined(separator: ", ")))")
-        }
-        try FileManager.default.createDirectory(atPath: paths.requests, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let request = paths.requests + "/\(Date().timeIntervalSince1970)-\(getpid())"
-        try "restart \(name)\n".write(toFile: request + ".tmp", atomically: false, encoding: .utf8)
-        try FileManager.default.moveItem(atPath: request + ".tmp", toPath: request)
-        Glibc.kill(state.supervisorPID, SIGUSR1)
+        try runningSupervisor()
+        let before = try await ask(ComposeCommands.Restart.self, .init(program: name))
         let end = ContinuousClock.now + timeout
         while ContinuousClock.now < end {
-            if let program = paths.readState()?.programs.first(where: { $0.name == name }),
+            if let program = try? await ask(ComposeCommands.Status.self, .init(), timeout: .seconds(2)).programs.first(where: { $0.name == name }),
                 program.restarts > before.restarts, program.ready, program.pid != nil, program.pid != before.pid
             {
-                return table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
+                return await table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
             }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw ComposeError("\(name) is not running and ready again after \(timeout); see the logs command")
     }
 
-    private func runningState() throws -> ComposeState {
+    /// Throws when no supervisor runs here.
+    private func runningSupervisor() throws {
         guard let state = paths.readState(), supervisorIsRunning(state) else {
             throw ComposeError("no set is running in \(paths.directory)")
         }
-        return state
+    }
+
+    /// A command to the running supervisor, on its own endpoint; its refusal in its words.
+    private func ask<Command: BusCommand>(_ command: Command.Type, _ request: Command.Request, timeout: Duration = .seconds(5)) async throws -> Command.Reply {
+        let bus = try BusClient(source: "tether-compose", runDirectory: RunDirectory(path: runDirectory), logger: Logger(label: "tether-compose"))
+        let answer: Result<Command.Reply, BusError>
+        do {
+            answer = .success(try await bus.request(command, request, timeout: timeout, attempts: 1))
+        } catch {
+            answer = .failure(error)
+        }
+        await bus.close()
+        switch answer {
+        case .success(let reply):
+            return reply
+        case .failure(let error):
+            if let refusal = error.refusal { throw ComposeError(refusal) }
+            if error.wentUnanswered { throw ComposeError("the supervisor did not answer within \(timeout) (\(ComposeCommands.endpoint))") }
+            throw ComposeError("\(error)")
+        }
     }
 
     static func signalName(_ signal: Int32) -> String {

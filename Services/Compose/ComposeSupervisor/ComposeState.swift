@@ -1,7 +1,8 @@
 public import Foundation
 
-/// What the supervisor writes to `compose/state.json` in the run directory at every change,
-/// for `ps`, `down` and people.
+/// The set as the supervisor sees it: its answer to `status`, and what it writes to
+/// `compose/state.json` in the run directory at every change, for `down`, for `ps` after a
+/// supervisor that died, and for people.
 public struct ComposeState: Codable, Sendable {
     public var supervisorPID: Int32
     public var file: String
@@ -57,8 +58,6 @@ public struct ComposePaths: Sendable {
 
     public var state: String { directory + "/state.json" }
     public var lock: String { directory + "/compose.lock" }
-    /// Where `restart` leaves its requests for the supervisor (which SIGUSR1 wakes).
-    public var requests: String { directory + "/requests" }
     public var supervisorLog: String { directory + "/supervisor.log" }
     public func log(_ program: String) -> String { directory + "/logs/\(program).log" }
 
@@ -71,10 +70,15 @@ public struct ComposePaths: Sendable {
     }
 
     func write(_ composeState: ComposeState) {
+        guard let data = try? Self.encode(composeState) else { return }
+        try? data.write(to: URL(fileURLWithPath: state), options: .atomic)
+    }
+
+    /// The state as the state file holds it: JSON, dates in ISO 8601, keys sorted.
+    public static func encode(_ composeState: ComposeState) throws -> Data {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(composeState) else { return }
-        try? data.write(to: URL(fileURLWithPath: state), options: .atomic)
+        return try encoder.encode(composeState)
     }
 }

@@ -80,19 +80,18 @@ public actor Supervisor {
             if case .topic(let topic) = program.ready { topic } else { nil }
         }
         let beats = try await bus.subscribe(to: [Topic.heartbeat.name] + readinessTopics)
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sigusr1)
+        let commands = try await bus.serve(endpoint: ComposeCommands.endpoint)
+        let dispatcher = controlCommands(bus: bus)
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let input = self.input
 
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await Self.forwardReadiness(beats, to: input) }
+            group.addTask { await dispatcher.run(commands) }
             group.addTask {
                 for await signal in signals {
-                    if signal == .sigusr1 {
-                        await self.readRequests()
-                    } else {
-                        await self.log("received \(signal): stopping the set")
-                        input.yield(.stopRequested)
-                    }
+                    await self.log("received \(signal): stopping the set")
+                    input.yield(.stopRequested)
                 }
             }
             var timer: (due: ContinuousClock.Instant, task: Task<Void, Never>)?
@@ -196,24 +195,41 @@ public actor Supervisor {
         return beside
     }
 
-    // MARK: Requests
+    // MARK: Control
 
-    /// Reads the requests `tether-compose restart` left in the requests folder (SIGUSR1 says
-    /// there are some) and hands them to the machine.
-    private func readRequests() {
-        let folder = paths.requests
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        for name in names.sorted() {
-            let path = folder + "/" + name
-            let request = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            try? FileManager.default.removeItem(atPath: path)
-            let words = request.split(separator: " ").map(String.init)
-            guard words.count == 2, words[0] == "restart", file.programs.contains(where: { $0.name == words[1] }) else {
-                log("ignored a request: '\(request)'")
-                continue
-            }
-            input.yield(.restartRequested(words[1]))
+    /// `ps`, `restart` and `kill`, on the supervisor's own endpoint (``ComposeCommands``).
+    private nonisolated func controlCommands(bus: BusClient) -> CommandDispatcher {
+        var dispatcher = CommandDispatcher(bus: bus, logger: logger)
+        dispatcher.on(ComposeCommands.Status.self) { _ in await self.state }
+        dispatcher.on(ComposeCommands.Restart.self) { try await self.restart($0.program) }
+        dispatcher.on(ComposeCommands.Kill.self) { try await self.kill($0.program, signal: $0.signal) }
+        return dispatcher
+    }
+
+    private var state: ComposeState {
+        ComposeState(supervisorPID: getpid(), file: options.composeFile, startedAt: startedAt, programs: statuses)
+    }
+
+    /// Hands a restart to the machine; answers with the program as it is now.
+    private func restart(_ name: String) throws -> ProgramStatus {
+        guard let status = statuses.first(where: { $0.name == name }) else { throw unknownProgram(name) }
+        input.yield(.restartRequested(name))
+        return status
+    }
+
+    /// Signals the program's current run, as a crash or an operator would.
+    private func kill(_ name: String, signal: Int32) throws -> ComposeCommands.Kill.Reply {
+        guard let status = statuses.first(where: { $0.name == name }) else { throw unknownProgram(name) }
+        guard let process = processes[name], status.pid == process.pid else {
+            throw CommandError("\(name) is not running (\(status.phase.rawValue))")
         }
+        process.signalGroup(signal)
+        log("sent \(ComposeControl.signalName(signal)) to \(name) (pid \(process.pid)), as asked")
+        return .init(words: "sent \(ComposeControl.signalName(signal)) to \(name) (pid \(process.pid))")
+    }
+
+    private func unknownProgram(_ name: String) -> CommandError {
+        CommandError("no program named '\(name)' in the set (\(file.programs.map(\.name).joined(separator: ", ")))")
     }
 
     // MARK: Readiness

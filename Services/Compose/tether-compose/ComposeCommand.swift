@@ -81,13 +81,13 @@ struct Up: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .milliseconds(Int(readyTimeout * 1000))
         while ContinuousClock.now < deadline {
             if let state = control.paths.readState(), state.supervisorPID == pid, state.programs.allSatisfy(\.ready) {
-                print(control.table())
+                print(await control.table())
                 return
             }
             if kill(pid, 0) != 0 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        print(control.table())
+        print(await control.table())
         throw ComposeError("the set is not ready after \(readyTimeout) s; see \(control.paths.supervisorLog) and the logs command")
     }
 }
@@ -116,9 +116,10 @@ struct Ps: AsyncParsableCommand {
     func run() async throws {
         let control = ComposeControl(runDirectory: set.resolved.path)
         if json {
-            print((try? String(contentsOfFile: control.paths.state, encoding: .utf8)) ?? "null")
+            guard let (state, _) = await control.currentState() else { return print("null") }
+            print(String(decoding: try ComposePaths.encode(state), as: UTF8.self))
         } else {
-            print(control.table())
+            print(await control.table())
         }
     }
 }
@@ -185,7 +186,7 @@ struct Kill: AsyncParsableCommand {
         guard let number = names[upper.hasPrefix("SIG") ? String(upper.dropFirst(3)) : upper] ?? Int32(signal) else {
             throw ValidationError("unknown signal '\(signal)'")
         }
-        print(try ComposeControl(runDirectory: set.resolved.path).send(signal: number, toProgram: name))
+        print(try await ComposeControl(runDirectory: set.resolved.path).send(signal: number, toProgram: name))
     }
 }
 
