@@ -167,8 +167,9 @@ public final class BusClient: Sendable {
 
     // MARK: Commands
 
-    /// Sends a command to its owner and waits for the reply (the Lazy Pirate pattern: on
-    /// each timeout the socket is replaced and the request sent again with the same id).
+    /// Sends a command to its owner and waits for the reply (the Lazy Pirate pattern: one
+    /// socket for each owner, kept between requests; on each timeout it is replaced and the
+    /// requests waiting on it are sent again with their ids).
     /// A cancelled task stops waiting with ``BusError/cancelled``; what was sent may still
     /// be carried out.
     public func request<Command: BusCommand>(
@@ -195,7 +196,7 @@ public final class BusClient: Sendable {
                 guard !Task.isCancelled else { return continuation.resume(returning: .failure(.cancelled)) }
                 let posted = mailbox.post(
                     .request(
-                        id: id, name: Command.endpoint, endpoint: endpoint, frames: frames,
+                        id: id, name: Command.endpoint, endpoint: endpoint, replyKey: Array(requestID.utf8), frames: frames,
                         timeout: timeout, attempts: max(1, attempts), continuation: continuation))
                 if !posted { continuation.resume(returning: .failure(.closed)) }
             }
@@ -301,7 +302,7 @@ enum BusOperation: Sendable {
     case watchPresence(id: Int, topic: String, continuation: AsyncStream<Bool>.Continuation)
     case unwatchPresence(id: Int)
     case request(
-        id: Int, name: String, endpoint: String, frames: [[UInt8]], timeout: Duration, attempts: Int,
+        id: Int, name: String, endpoint: String, replyKey: [UInt8], frames: [[UInt8]], timeout: Duration, attempts: Int,
         continuation: CheckedContinuation<Result<[[UInt8]], BusError>, Never>)
     /// The caller of request `id` stopped waiting.
     case cancelRequest(id: Int)

@@ -39,7 +39,7 @@ final class BusEventLoop {
         case subscriber
         case subscriberMonitor
         case server(String)
-        case request(Int)
+        case requests(endpoint: String)
     }
 
     private let configuration: Configuration
@@ -69,8 +69,9 @@ final class BusEventLoop {
     private var requests = RequestTracker()
     private var probes: SubscriptionProbes
     private var interest = UpstreamInterest()
-    /// Each request's current socket and its caller.
-    private var requestSockets: [Int: ZMQSocket] = [:]
+    /// One socket for each endpoint commands were sent to, kept between requests.
+    private var requestSockets: [String: ZMQSocket] = [:]
+    /// Each waiting request's caller.
     private var requestCallers: [Int: CheckedContinuation<Result<[[UInt8]], BusError>, Never>] = [:]
     /// The callers waiting for a subscription's confirmation.
     private var confirmations: [Int: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
@@ -157,8 +158,8 @@ final class BusEventLoop {
             watched.append(.server(name))
             items.append(zmq_pollitem_t(socket: server.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
-        for (id, socket) in requestSockets {
-            watched.append(.request(id))
+        for (endpoint, socket) in requestSockets {
+            watched.append(.requests(endpoint: endpoint))
             items.append(zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
 
@@ -177,7 +178,7 @@ final class BusEventLoop {
             case .subscriber: readPublications()
             case .subscriberMonitor: readSubscriberEvents()
             case .server(let name): readCommands(server: name)
-            case .request(let id): readReply(request: id)
+            case .requests(let endpoint): readReplies(endpoint: endpoint)
             }
         }
         handleTimers()
@@ -210,9 +211,11 @@ final class BusEventLoop {
             case .unwatchPresence(let id):
                 presenceWatchers[id] = nil
                 interest.unwatch(id: id)
-            case .request(let id, let name, let endpoint, let frames, let timeout, let attempts, let continuation):
+            case .request(let id, let name, let endpoint, let replyKey, let frames, let timeout, let attempts, let continuation):
                 requestCallers[id] = continuation
-                perform(requests.start(id: id, name: name, endpoint: endpoint, frames: frames, timeout: timeout, attempts: attempts, now: clock.now))
+                perform(
+                    requests.start(
+                        id: id, name: name, endpoint: endpoint, replyKey: replyKey, frames: frames, timeout: timeout, attempts: attempts, now: clock.now))
             case .cancelRequest(let id):
                 if let action = requests.cancel(id: id) { perform(action) }
             case .cancelConfirmation(let id):
@@ -457,9 +460,10 @@ final class BusEventLoop {
         }
     }
 
-    private func readReply(request id: Int) {
-        guard let socket = requestSockets[id], let frames = try? socket.receive() else { return }
-        if let action = requests.replied(id: id, frames: frames) { perform(action) }
+    private func readReplies(endpoint: String) {
+        while let socket = requestSockets[endpoint], let frames = try? socket.receive() {
+            if let action = requests.replied(on: endpoint, frames: frames) { perform(action) }
+        }
     }
 
     // MARK: Timers
@@ -475,16 +479,21 @@ final class BusEventLoop {
     private func perform(_ action: RequestTracker.Action) {
         switch action {
         case .send(let id, let endpoint, let frames):
-            requestSockets.removeValue(forKey: id)?.close()
             do {
-                let socket = try requestSocket(endpoint: endpoint)
-                requestSockets[id] = socket
+                let socket: ZMQSocket
+                if let open = requestSockets[endpoint] {
+                    socket = open
+                } else {
+                    socket = try requestSocket(endpoint: endpoint)
+                    requestSockets[endpoint] = socket
+                }
                 try socket.send(frames)
             } catch {
                 if let failed = requests.sendFailed(id: id, error: error) { perform(failed) }
             }
+        case .replaceSocket(let endpoint):
+            requestSockets.removeValue(forKey: endpoint)?.close()
         case .finish(let id, let result):
-            requestSockets.removeValue(forKey: id)?.close()
             requestCallers.removeValue(forKey: id)?.resume(returning: result)
         }
     }
@@ -526,7 +535,7 @@ final class BusEventLoop {
             case .subscribe(_, _, let continuation, let confirmation, _):
                 confirmation?.resume(returning: .failure(.closed))
                 continuation.finish()
-            case .request(_, _, _, _, _, _, let continuation):
+            case .request(_, _, _, _, _, _, _, let continuation):
                 continuation.resume(returning: .failure(.closed))
             case .serve(_, _, let continuation, let ready):
                 continuation.finish()
@@ -550,6 +559,8 @@ final class BusEventLoop {
         }
         subscriptions.removeAll()
         servers.removeAll()
+        for socket in requestSockets.values { socket.close() }
+        requestSockets.removeAll()
         subscriberMonitor?.close()
         subscriber?.close()
         publisherMonitor?.close()

@@ -7,43 +7,71 @@ import TetherSchema
 /// The bus client's decisions, each event in each state, with time passed in: no sockets, no sleeps.
 @Suite struct RequestTrackerTests {
     let start = ContinuousClock.now
+    let endpoint = "ipc:///run/protod.cmd"
     let frames: [[UInt8]] = [Array("r1".utf8), Array("status".utf8), Array("{}".utf8)]
+    let reply: [[UInt8]] = [Array("r1".utf8), Array("ok".utf8), Array("{}".utf8)]
 
     private func tracker(attempts: Int = 3) -> RequestTracker {
         var tracker = RequestTracker()
         let first = tracker.start(
-            id: 1, name: "protod.cmd", endpoint: "ipc:///run/protod.cmd", frames: frames, timeout: .seconds(2), attempts: attempts, now: start)
-        #expect(first == .send(id: 1, endpoint: "ipc:///run/protod.cmd", frames: frames))
+            id: 1, name: "protod.cmd", endpoint: endpoint, replyKey: Array("r1".utf8), frames: frames, timeout: .seconds(2), attempts: attempts,
+            now: start)
+        #expect(first == .send(id: 1, endpoint: endpoint, frames: frames))
         return tracker
     }
 
-    @Test func aRequestWaitsForItsReplyUntilItsDeadline() {
+    @Test func aRequestWaitsForTheReplyThatNamesItUntilItsDeadline() {
         var tracker = tracker()
         #expect(tracker.count == 1)
         #expect(tracker.nextDeadline == start + .seconds(2))
         #expect(tracker.timePassed(now: start + .milliseconds(1999)).isEmpty)
-        let reply: [[UInt8]] = [Array("r1".utf8), Array("ok".utf8), Array("{}".utf8)]
-        #expect(tracker.replied(id: 1, frames: reply) == .finish(id: 1, result: .success(reply)))
+        // A reply naming another request, or on another endpoint, is not this one's.
+        #expect(tracker.replied(on: endpoint, frames: [Array("r0".utf8), Array("ok".utf8), []]) == nil)
+        #expect(tracker.replied(on: "ipc:///run/snapd.cmd", frames: reply) == nil)
+        #expect(tracker.replied(on: endpoint, frames: []) == nil)
+        #expect(tracker.replied(on: endpoint, frames: reply) == .finish(id: 1, result: .success(reply)))
         #expect(tracker.count == 0 && tracker.nextDeadline == nil)
-        // A reply after the caller was answered (a late one to an older socket) does nothing.
-        #expect(tracker.replied(id: 1, frames: reply) == nil)
+        // A late copy of the reply (the request was sent twice) does nothing.
+        #expect(tracker.replied(on: endpoint, frames: reply) == nil)
         #expect(tracker.timePassed(now: start + .seconds(10)).isEmpty)
     }
 
-    @Test func anUnansweredAttemptIsMadeAgainOnAFreshSocketThenTheRequestTimesOut() {
+    @Test func anUnansweredAttemptReplacesTheSocketAndIsSentAgainThenTheRequestTimesOut() {
         var tracker = tracker(attempts: 3)
-        let again = RequestTracker.Action.send(id: 1, endpoint: "ipc:///run/protod.cmd", frames: frames)
-        #expect(tracker.timePassed(now: start + .seconds(2)) == [again])
+        let again: [RequestTracker.Action] = [.replaceSocket(endpoint: endpoint), .send(id: 1, endpoint: endpoint, frames: frames)]
+        #expect(tracker.timePassed(now: start + .seconds(2)) == again)
         #expect(tracker.nextDeadline == start + .seconds(4))
         #expect(tracker.timePassed(now: start + .milliseconds(3999)).isEmpty)
-        #expect(tracker.timePassed(now: start + .seconds(4)) == [again])
+        #expect(tracker.timePassed(now: start + .seconds(4)) == again)
         #expect(tracker.timePassed(now: start + .seconds(6)) == [.finish(id: 1, result: .failure(.timedOut(endpoint: "protod.cmd", attempts: 3)))])
         #expect(tracker.count == 0)
     }
 
+    @Test func theOtherRequestsWaitingOnAReplacedSocketAreSentAgainWithoutUsingAnAttempt() {
+        var tracker = tracker(attempts: 2)
+        let second: [[UInt8]] = [Array("r2".utf8), Array("transcript".utf8), Array("{}".utf8)]
+        _ = tracker.start(
+            id: 2, name: "protod.cmd", endpoint: endpoint, replyKey: Array("r2".utf8), frames: second, timeout: .seconds(2), attempts: 1,
+            now: start + .seconds(1))
+        _ = tracker.start(
+            id: 3, name: "snapd.cmd", endpoint: "ipc:///run/snapd.cmd", replyKey: Array("r3".utf8), frames: second, timeout: .seconds(2),
+            attempts: 1, now: start + .seconds(1))
+        #expect(
+            tracker.timePassed(now: start + .seconds(2)) == [
+                .replaceSocket(endpoint: endpoint), .send(id: 1, endpoint: endpoint, frames: frames), .send(id: 2, endpoint: endpoint, frames: second),
+            ])
+        // Request 2 keeps its own deadline and its one attempt: at 3 s it fails; request 3 on another endpoint too.
+        #expect(
+            tracker.timePassed(now: start + .seconds(3)) == [
+                .finish(id: 2, result: .failure(.timedOut(endpoint: "protod.cmd", attempts: 1))),
+                .finish(id: 3, result: .failure(.timedOut(endpoint: "snapd.cmd", attempts: 1))),
+            ])
+        #expect(tracker.count == 1 && tracker.nextDeadline == start + .seconds(4))
+    }
+
     @Test func aLateTimerMakesOneAttemptNotOneForEveryDeadlineMissed() {
         var tracker = tracker(attempts: 3)
-        #expect(tracker.timePassed(now: start + .seconds(7)).count == 1)
+        #expect(tracker.timePassed(now: start + .seconds(7)).count == 2)
         #expect(tracker.nextDeadline == start + .seconds(9))
     }
 
@@ -67,13 +95,13 @@ import TetherSchema
         #expect(tracker.cancel(id: 1) == .finish(id: 1, result: .failure(.cancelled)))
         #expect(tracker.cancel(id: 1) == nil)
         #expect(tracker.timePassed(now: start + .seconds(2)).isEmpty)
+        #expect(tracker.replied(on: endpoint, frames: reply) == nil)
     }
 
-    @Test func onlyTheRequestsDueAreActedOnAndClosingAnswersTheRest() {
+    @Test func closingAnswersEveryRequest() {
         var tracker = tracker()
-        _ = tracker.start(id: 2, name: "snapd.cmd", endpoint: "ipc:///run/snapd.cmd", frames: frames, timeout: .seconds(5), attempts: 1, now: start)
-        #expect(tracker.nextDeadline == start + .seconds(2))
-        #expect(tracker.timePassed(now: start + .seconds(2)) == [.send(id: 1, endpoint: "ipc:///run/protod.cmd", frames: frames)])
+        _ = tracker.start(
+            id: 2, name: "snapd.cmd", endpoint: "ipc:///run/snapd.cmd", replyKey: [], frames: frames, timeout: .seconds(5), attempts: 1, now: start)
         #expect(tracker.closeAll() == [.finish(id: 1, result: .failure(.closed)), .finish(id: 2, result: .failure(.closed))])
         #expect(tracker.count == 0 && tracker.closeAll().isEmpty)
     }
