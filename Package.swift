@@ -261,7 +261,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "EndToEndTests",
-                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherWire", "OpenClawWire", "CZeroMQ", .logging],
+                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "CZeroMQ", .logging],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),
