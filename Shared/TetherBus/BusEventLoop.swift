@@ -444,9 +444,9 @@ final class BusEventLoop {
                 logger.warning("cannot receive a command", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
                 return
             }
-            switch CommandFrames(frames, endpoint: name) {
-            case .command(let endpoint, let requestID, let method, let body, let identity):
-                let command = IncomingCommand(endpoint: endpoint, requestID: requestID, method: method, body: Data(body), identity: identity)
+            switch CommandFrames(frames) {
+            case .command(let requestID, let method, let body, let identity):
+                let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(body), identity: identity)
                 if case .dropped = server.continuation.yield(command) {
                     counters.update { $0.drop(BusDrop.commandOverflow) }
                     logger.warning("dropped a command: no room to queue it", metadata: ["bus.endpoint": "\(name)", "bus.method": "\(method)"])

@@ -6,12 +6,12 @@ import TetherSchema
 /// here, before a dispatcher sees it, with an `error` reply when the caller can be answered.
 enum CommandFrames: Equatable {
     /// A command for the dispatcher.
-    case command(endpoint: String, requestID: String, method: String, body: [UInt8], identity: [UInt8])
+    case command(requestID: String, method: String, body: [UInt8], identity: [UInt8])
     /// Refused: counted under `drop` (a ``BusDrop`` kind), said in `reply`'s words, and sent
     /// back as `answer` when there is a caller to answer.
     case refused(drop: String, reply: CommandErrorReply, answer: [[UInt8]]?)
 
-    init(_ frames: [[UInt8]], endpoint: String) {
+    init(_ frames: [[UInt8]]) {
         guard frames.count == 4,
             let requestID = String(validating: frames[1], as: UTF8.self),
             let method = String(validating: frames[2], as: UTF8.self)
@@ -29,7 +29,7 @@ enum CommandFrames: Equatable {
                 CommandErrorReply(.tooLarge, "the body is \(frames[3].count) bytes; a command's body is at most \(BusSchema.maximumBodySize) bytes"))
             return
         }
-        self = .command(endpoint: endpoint, requestID: requestID, method: method, body: frames[3], identity: frames[0])
+        self = .command(requestID: requestID, method: method, body: frames[3], identity: frames[0])
     }
 
     /// A refusal answered to the caller's identity, with its request id when it has a

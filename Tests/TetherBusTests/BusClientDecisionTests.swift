@@ -230,12 +230,12 @@ import TetherSchema
     let identity: [UInt8] = [0, 1, 2, 3]
 
     @Test func aCommandIsTheCallerThenRequestIDMethodAndBody() {
-        let read = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), Array("{}".utf8)], endpoint: "protod.cmd")
-        #expect(read == .command(endpoint: "protod.cmd", requestID: "r1", method: "send", body: Array("{}".utf8), identity: identity))
+        let read = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), Array("{}".utf8)])
+        #expect(read == .command(requestID: "r1", method: "send", body: Array("{}".utf8), identity: identity))
     }
 
     @Test func theWrongNumberOfFramesIsRefusedInWordsToTheCaller() throws {
-        let read = CommandFrames([identity, Array("r1".utf8), Array("send".utf8)], endpoint: "protod.cmd")
+        let read = CommandFrames([identity, Array("r1".utf8), Array("send".utf8)])
         guard case .refused(let drop, let reply, let answer) = read else { Issue.record("accepted: \(read)"); return }
         #expect(drop == BusDrop.malformedCommand)
         #expect(reply == CommandErrorReply(.malformed, "a command is three frames (request id, method, JSON body); this one had 2"))
@@ -246,28 +246,28 @@ import TetherSchema
 
     @Test func aRequestIDOrMethodThatIsNotUTF8IsRefused() {
         for frames in [[identity, [0xFF], Array("send".utf8), []], [identity, Array("r1".utf8), [0xC3], []]] {
-            guard case .refused(let drop, let reply, _) = CommandFrames(frames, endpoint: "x") else { Issue.record("accepted \(frames)"); continue }
+            guard case .refused(let drop, let reply, _) = CommandFrames(frames) else { Issue.record("accepted \(frames)"); continue }
             #expect(drop == BusDrop.malformedCommand && reply.message == "the request id and the method must be UTF-8 text")
         }
     }
 
     @Test func aBodyOverTheLimitIsRefusedAsTooLarge() {
         let body = [UInt8](repeating: 0x20, count: BusSchema.maximumBodySize + 1)
-        guard case .refused(let drop, let reply, let answer) = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), body], endpoint: "x") else {
+        guard case .refused(let drop, let reply, let answer) = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), body]) else {
             Issue.record("accepted")
             return
         }
         #expect(drop == BusDrop.oversizedCommand && reply.code == .tooLarge)
         #expect(answer?[1] == Array("r1".utf8))
-        let atTheLimit = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), Array(body.dropLast())], endpoint: "x")
+        let atTheLimit = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), Array(body.dropLast())])
         if case .refused = atTheLimit { Issue.record("a body at the limit was refused") }
     }
 
     @Test func aCallerWithoutIdentityIsNotAnsweredAndALongRequestIDIsNotEchoed() {
-        guard case .refused(_, _, let none) = CommandFrames([[]], endpoint: "x") else { Issue.record("accepted"); return }
+        guard case .refused(_, _, let none) = CommandFrames([[]]) else { Issue.record("accepted"); return }
         #expect(none == nil)
         let long = [UInt8](repeating: 0x61, count: 257)
-        guard case .refused(_, _, let answer) = CommandFrames([identity, long], endpoint: "x") else { Issue.record("accepted"); return }
+        guard case .refused(_, _, let answer) = CommandFrames([identity, long]) else { Issue.record("accepted"); return }
         #expect(answer?[1] == [])
     }
 }

@@ -52,7 +52,8 @@ public struct ComposeControl: Sendable {
     public func currentState() async -> (state: ComposeState, supervisorRunning: Bool)? {
         guard let written = paths.readState() else { return nil }
         guard supervisorIsRunning(written) else { return (written, false) }
-        if let answered = try? await ask(ComposeCommands.Status.self, .init(), timeout: .seconds(2)) { return (answered, true) }
+        let answered = try? await withSupervisor { try await Self.ask($0, ComposeCommands.Status.self, .init(), timeout: .seconds(2)) }
+        if let answered { return (answered, true) }
         return (written, true)
     }
 
@@ -105,24 +106,29 @@ public struct ComposeControl: Sendable {
     /// operator would; its restart policy then applies. Returns what it did, in words.
     public func send(signal: Int32 = SIGKILL, toProgram name: String) async throws -> String {
         try runningSupervisor()
-        return try await ask(ComposeCommands.Kill.self, .init(program: name, signal: signal)).words
+        return try await withSupervisor { try await Self.ask($0, ComposeCommands.Kill.self, .init(program: name, signal: signal)).words }
     }
 
     /// Asks the supervisor to stop the program and start it again, and waits until the new
     /// run is ready. Returns the program's `ps` line.
     public func restart(program name: String, timeout: Duration = .seconds(60)) async throws -> String {
         try runningSupervisor()
-        let before = try await ask(ComposeCommands.Restart.self, .init(program: name))
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if let program = try? await ask(ComposeCommands.Status.self, .init(), timeout: .seconds(2)).programs.first(where: { $0.name == name }),
-                program.restarts > before.restarts, program.ready, program.pid != nil, program.pid != before.pid
-            {
-                return await table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
+        let restarted = try await withSupervisor { bus in
+            let before = try await Self.ask(bus, ComposeCommands.Restart.self, .init(program: name))
+            let end = ContinuousClock.now + timeout
+            while ContinuousClock.now < end {
+                let state = try? await Self.ask(bus, ComposeCommands.Status.self, .init(), timeout: .seconds(2))
+                if let program = state?.programs.first(where: { $0.name == name }),
+                    program.restarts > before.restarts, program.ready, program.pid != nil, program.pid != before.pid
+                {
+                    return true
+                }
+                try await Task.sleep(for: .milliseconds(50))
             }
-            try await Task.sleep(for: .milliseconds(50))
+            return false
         }
-        throw ComposeError("\(name) is not running and ready again after \(timeout); see the logs command")
+        guard restarted else { throw ComposeError("\(name) is not running and ready again after \(timeout); see the logs command") }
+        return await table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
     }
 
     /// Throws when no supervisor runs here.
@@ -132,20 +138,26 @@ public struct ComposeControl: Sendable {
         }
     }
 
-    /// A command to the running supervisor, on its own endpoint; its refusal in its words.
-    private func ask<Command: BusCommand>(_ command: Command.Type, _ request: Command.Request, timeout: Duration = .seconds(5)) async throws -> Command.Reply {
+    /// Runs `body` with one bus client for the supervisor's endpoint, closed afterwards.
+    private func withSupervisor<Result>(_ body: (BusClient) async throws -> Result) async throws -> Result {
         let bus = try BusClient(source: "tether-compose", runDirectory: RunDirectory(path: runDirectory), logger: Logger(label: "tether-compose"))
-        let answer: Result<Command.Reply, BusError>
         do {
-            answer = .success(try await bus.request(command, request, timeout: timeout, attempts: 1))
+            let result = try await body(bus)
+            await bus.close()
+            return result
         } catch {
-            answer = .failure(error)
+            await bus.close()
+            throw error
         }
-        await bus.close()
-        switch answer {
-        case .success(let reply):
-            return reply
-        case .failure(let error):
+    }
+
+    /// A command to the running supervisor, on its own endpoint; its refusal in its words.
+    private static func ask<Command: BusCommand>(
+        _ bus: BusClient, _ command: Command.Type, _ request: Command.Request, timeout: Duration = .seconds(5)
+    ) async throws -> Command.Reply {
+        do {
+            return try await bus.request(command, request, timeout: timeout, attempts: 1)
+        } catch {
             if let refusal = error.refusal { throw ComposeError(refusal) }
             if error.wentUnanswered { throw ComposeError("the supervisor did not answer within \(timeout) (\(ComposeCommands.endpoint))") }
             throw ComposeError("\(error)")
