@@ -249,20 +249,84 @@ let package = Package(
                 swiftSettings: swiftSettings
             ),
             .testTarget(
-                name: "ServiceLogicTests",
+                name: "ProtocolHandlerTests",
+                dependencies: ["ProtocolHandler", "OpenClawWire", "TetherBus", "TetherSchema", "TetherTesting", "TetherWire", .logging, .serviceLifecycle],
+                path: "Tests/ProtocolHandlerTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "ConnectionManagerTests",
                 dependencies: [
-                    "ProtocolHandler", "SnapshotStore", "NetworkMonitor", "ConnectionManager", "ComposeSupervisor", "FrontEnd", "BusTap", "BusProxy",
-                    "TetherService", "TetherTesting", "OpenClawWire", "DevGateway", "WebFrontEnd",
-                    "TetherBus", "TetherSchema", "TetherStorage", "TetherWire", .argumentParser, .logging, .serviceLifecycle, .grdb,
-                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                    "ConnectionManager", "OpenClawWire", "TetherSchema", "TetherTesting", .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 ],
-                path: "Tests/ServiceLogicTests",
+                path: "Tests/ConnectionManagerTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "SnapshotStoreTests",
+                dependencies: ["SnapshotStore", "TetherSchema", "TetherTesting", "TetherWire"],
+                path: "Tests/SnapshotStoreTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TetherStorageTests",
+                dependencies: ["TetherStorage", "ProtocolHandler", "SnapshotStore", "TetherSchema", "TetherTesting", "TetherWire", .grdb],
+                path: "Tests/TetherStorageTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "NetworkMonitorTests",
+                dependencies: ["NetworkMonitor", "TetherSchema", "TetherTesting"],
+                path: "Tests/NetworkMonitorTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "ComposeSupervisorTests",
+                dependencies: ["ComposeSupervisor", "ConnectionManager", "TetherService", "TetherTesting"],
+                path: "Tests/ComposeSupervisorTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "FrontEndTests",
+                dependencies: ["FrontEnd", "TetherBus", "TetherSchema", "TetherWire"],
+                path: "Tests/FrontEndTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "WebFrontEndTests",
+                dependencies: ["WebFrontEnd", "TetherSchema", "TetherWire"],
+                path: "Tests/WebFrontEndTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "BusTapTests",
+                dependencies: ["BusTap", "TetherBus", "TetherSchema"],
+                path: "Tests/BusTapTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "BusProxyTests",
+                dependencies: ["BusProxy", "TetherBus", "TetherSchema", "TetherService", .argumentParser],
+                path: "Tests/BusProxyTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TetherServiceTests",
+                dependencies: ["TetherService", "TetherBus", "TetherSchema", "TetherTesting", .logging],
+                path: "Tests/TetherServiceTests",
                 swiftSettings: swiftSettings
             ),
             .testTarget(
                 name: "EndToEndTests",
                 dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "CZeroMQ", .logging],
                 path: "Tests/EndToEndTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "TimingTests",
+                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "CZeroMQ", .logging],
+                path: "Tests/TimingTests",
                 swiftSettings: swiftSettings
             ),
         ] + fuzzTargets,

@@ -55,35 +55,6 @@ import Glibc
         await bus.close()
     }
 
-    @Test func aSilentGatewayWithAMessageWaitingIsFoundWithinSecondsAndGetsTheMessageOnce() async throws {
-        let set = try await Self.set(environment: ["TETHER_RECONNECT_PRESET": "aggressive"])
-        defer { set.stop() }
-        let bus = try Self.client(set)
-        let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
-        let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
-        _ = try await states.waitFor { $0.phase == .connected }
-        try await set.faults(#"{"silent": true}"#)
-        let id = MessageID.random()
-        let sent = ContinuousClock.now
-        _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: "into the silence"))
-        let lost = try await states.waitFor(since: sent) { $0.phase != .connected }
-        let detection = sent.duration(to: lost.receivedAt)
-        print("silent gateway: found \(detection) after the message was written (\(lost.value.phase.rawValue))")
-        #expect(detection < .seconds(5))
-        // Silent for a minute, then back.
-        try await Task.sleep(until: sent + .seconds(60))
-        let connections = await states.entries.filter { $0.value.phase == .connected && $0.receivedAt > sent }.count
-        try await set.faults(#"{"silent": false}"#)
-        let back = ContinuousClock.now
-        let delivered = try await deliveries.waitFor(timeout: .seconds(30)) { $0.id == id && $0.status == .delivered }
-        print(
-            "silent gateway: \(connections) connections tried while it was silent; delivered \(back.duration(to: delivered.receivedAt)) after it answered again"
-        )
-        try await Task.sleep(for: .seconds(1))
-        #expect(Self.receipts(set)["into the silence"] == 1, "received \(Self.receipts(set)["into the silence"] ?? 0) times")
-        await bus.close()
-    }
-
     @Test func aFullQueueRefusesAtSendTimeAndNothingThatReachedTheGatewayIsSaidToHaveFailed() async throws {
         let set = try await Self.set(environment: ["TETHER_CHUNK_DELAY": "1"])
         defer { set.stop() }

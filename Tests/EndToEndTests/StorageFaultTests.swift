@@ -42,11 +42,11 @@ import Glibc
             #expect(queued.standardError.contains("queued"), "\(queued.standardError)")
         }
         first.stop()
+        let stopped = first.supervisor.standardOutput.split(separator: "\n").suffix(12).joined(separator: "\n")
         for file in ["protod.sqlite", "conversation.sqlite", "snapd.sqlite"] {
             let path = first.run.path + "/" + file
-            #expect(
-                !FileManager.default.fileExists(atPath: path + "-wal") || (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) == 0
-            )
+            let walSize = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            #expect(walSize == 0, "\(file)-wal (\(walSize) bytes) left behind by the stop:\n\(stopped)")
             try damage.apply(to: path)
         }
 

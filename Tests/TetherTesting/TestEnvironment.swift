@@ -63,20 +63,26 @@ public func freePort() throws -> Int {
     try freePorts(count: 1)
 }
 
-/// The first of `count` consecutive TCP ports on the loopback interface that nothing listens on now.
+/// The first of `count` consecutive TCP ports on the loopback interface that nothing listens
+/// on now. They are chosen below the kernel's ephemeral range, so that while tests run side
+/// by side, no outgoing connection can be given a port a test has picked for a gateway it is
+/// about to start (or start again).
 public func freePorts(count: Int) throws -> Int {
-    for _ in 0..<50 {
-        let (fd, first) = try bindLoopback(port: 0)
-        defer { close(fd) }
-        var others: [Int32] = []
-        defer { others.forEach { close($0) } }
-        for port in first + 1..<first + count {
-            guard port <= 65535, let (other, _) = try? bindLoopback(port: port) else { break }
-            others.append(other)
+    let ephemeralLow =
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+        .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+    let range = 10000..<max(ephemeralLow - count, 10001)
+    for _ in 0..<200 {
+        let first = Int.random(in: range)
+        var bound: [Int32] = []
+        defer { bound.forEach { close($0) } }
+        for port in first..<first + count {
+            guard let (socket, _) = try? bindLoopback(port: port) else { break }
+            bound.append(socket)
         }
-        if others.count == count - 1 { return first }
+        if bound.count == count { return first }
     }
-    throw TestFailure("no \(count) consecutive free ports")
+    throw TestFailure("no \(count) consecutive free ports below \(ephemeralLow)")
 }
 
 /// A socket bound to `port` (0: any) on 127.0.0.1, and the port.

@@ -315,6 +315,7 @@ struct SupervisorMachine {
             let name = programs[index].spec.name
             if let due = programs[index].killDue, now >= due, let pid = programs[index].status.pid {
                 programs[index].killDue = nil
+                actions.append(.log("\(name) did not stop within \(stopDeadline) of SIGTERM: killing it (SIGKILL)"))
                 actions.append(.signal(name, pid: pid, signal: SIGKILL))
             }
             if let due = programs[index].restartDue, now >= due, !shuttingDown {

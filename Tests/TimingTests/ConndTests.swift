@@ -7,7 +7,7 @@ import TetherTesting
 
 /// tether-connd against a real tether-gateway, on a real bus, driven the way people and the
 /// other programs drive it.
-@Suite(.serialized) struct ConnectionManagerTests {
+@Suite(.serialized) struct ConndTests {
     /// The bus, a gateway and connd in a private run directory.
     final class Rig {
         let run: TestRunDirectory

@@ -7,7 +7,7 @@ import TetherTesting
 import TetherWire
 
 /// tether-snapd's transcript through real processes and a real SQLite file.
-@Suite(.serialized) struct SnapshotStoreTests {
+@Suite(.serialized) struct SnapdTests {
     @Test func snapdKilledWhileWritingLosesNothingCommitted() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }

@@ -7,7 +7,7 @@ import TetherTesting
 
 /// tether-netmon in a network namespace made by the test, watching real kernel changes.
 @Suite(.serialized, .enabled(if: NetworkNamespace.unavailableReason == nil, "\(NetworkNamespace.unavailableReason ?? "")"))
-struct NetworkMonitorTests {
+struct NetmonTests {
     @Test func everyTransitionAppearsOnTheBus() async throws {
         let run = try TestRunDirectory()
         let namespace = try NetworkNamespace()

@@ -217,7 +217,10 @@ import TetherTesting
         // Asked again while it stops: nothing more.
         #expect(Driver.deeds(driver.handle(.restartRequested("connd"))).isEmpty)
         // It does not stop within the deadline: SIGKILL.
-        #expect(driver.wait(.seconds(5)) == [.signal("connd", pid: 30, signal: SIGKILL)])
+        #expect(
+            driver.wait(.seconds(5)) == [
+                .log("connd did not stop within 5.0 seconds of SIGTERM: killing it (SIGKILL)"), .signal("connd", pid: 30, signal: SIGKILL),
+            ])
         let exit = driver.handle(.exited("connd", pid: 30, status: .signaled(9)))
         #expect(exit == [.log("connd was killed by signal 9 (SIGKILL); restarting it as asked"), .spawn("connd")])
         #expect(driver.status("connd")?.restarts == 1)
@@ -244,7 +247,10 @@ import TetherTesting
         #expect(driver.handle(.exited("connd", pid: 30, status: .exited(0))) == [.log("stopping gateway"), .signal("gateway", pid: 20, signal: SIGTERM)])
         #expect(driver.status("connd")?.phase == .stopped)
         // The gateway ignores SIGTERM: SIGKILL after the deadline.
-        #expect(driver.wait(.seconds(5)) == [.signal("gateway", pid: 20, signal: SIGKILL)])
+        #expect(
+            driver.wait(.seconds(5)) == [
+                .log("gateway did not stop within 5.0 seconds of SIGTERM: killing it (SIGKILL)"), .signal("gateway", pid: 20, signal: SIGKILL),
+            ])
         // The bus was waiting out a backoff: left stopped, and the set is finished.
         #expect(driver.handle(.exited("gateway", pid: 20, status: .signaled(9))) == [.finished])
         #expect(driver.machine.statuses.map(\.phase) == [.stopped, .stopped, .stopped])
