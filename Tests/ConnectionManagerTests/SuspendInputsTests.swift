@@ -5,47 +5,70 @@ import TetherSchema
 @testable import ConnectionManager
 
 @Suite struct FrontEndTrackerTests {
-    private func presence(_ instance: String, _ state: FrontEndPresence.State = .active) -> FrontEndPresence {
-        FrontEndPresence(frontEnd: "tether", instance: instance, pid: 1, state: state)
+    private func presence(_ instance: String, _ state: FrontEndPresence.State = .active, frontEnd: String = "tether") -> FrontEndPresence {
+        FrontEndPresence(frontEnd: frontEnd, instance: instance, pid: 1, state: state)
     }
 
-    @Test func firstArrivalAndLastDepartureAreTheOnlyChanges() {
-        var tracker = FrontEndTracker(timeout: .seconds(3))
-        let start = ContinuousClock.now
-        #expect(tracker.observe(presence("a"), at: start) == .firstArrived)
-        #expect(tracker.observe(presence("b"), at: start) == nil)
-        #expect(tracker.observe(presence("a"), at: start + .seconds(1)) == nil, "a renewal is not an arrival")
-        #expect(tracker.observe(presence("a", .leaving), at: start + .seconds(1)) == nil, "b is still there")
-        #expect(tracker.observe(presence("b", .leaving), at: start + .seconds(1)) == .lastLeft)
+    private let start = ContinuousClock.now
+
+    @Test func firstArrivalAndLastDepartureAreTheOnlyTurns() {
+        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(30))
+        #expect(tracker.observe(presence("a"), at: start) == [.attachedChanged([presence("a")]), .firstArrived])
+        #expect(tracker.observe(presence("b"), at: start) == [.attachedChanged([presence("a"), presence("b")])])
+        #expect(tracker.observe(presence("a"), at: start + .seconds(1)) == [], "a renewal is not an arrival")
+        #expect(tracker.observe(presence("a", .leaving), at: start + .seconds(1)) == [.attachedChanged([presence("b")])], "b is still there")
+        #expect(tracker.observe(presence("b", .leaving), at: start + .seconds(1)) == [.attachedChanged([]), .graceStarted(.seconds(30))])
         #expect(tracker.count == 0)
-        #expect(tracker.observe(presence("c", .leaving), at: start + .seconds(1)) == nil, "an unknown front end leaving changes nothing")
+        #expect(tracker.observe(presence("c", .leaving), at: start + .seconds(1)) == [], "an unknown front end leaving changes nothing")
     }
 
     @Test func aPresenceThatLapsesCountsAsLeaving() {
-        var tracker = FrontEndTracker(timeout: .seconds(3))
-        let start = ContinuousClock.now
+        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(1))
         _ = tracker.observe(presence("a"), at: start)
         _ = tracker.observe(presence("b"), at: start + .seconds(2))
-        #expect(tracker.expire(at: start + .milliseconds(2900)) == nil)
-        #expect(tracker.expire(at: start + .milliseconds(3100)) == nil, "a lapsed, b has not")
-        #expect(tracker.count == 1)
-        #expect(tracker.expire(at: start + .milliseconds(5100)) == .lastLeft)
+        #expect(tracker.timePassed(at: start + .milliseconds(2900)) == [])
+        #expect(tracker.timePassed(at: start + .milliseconds(3100)) == [.attachedChanged([presence("b")])], "a lapsed, b has not")
+        #expect(tracker.timePassed(at: start + .milliseconds(5100)) == [.attachedChanged([]), .graceStarted(.seconds(1))])
+        #expect(tracker.nextDeadline == start + .milliseconds(6100), "the grace period runs from the lapse")
     }
 
-    @Test func theNextLapseIsDueOnlyWhileAFrontEndIsAttached() {
-        var tracker = FrontEndTracker(timeout: .seconds(3))
-        let start = ContinuousClock.now
-        #expect(tracker.nextExpiry == nil, "nothing is due with no front end")
-        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .active), at: start)
+    @Test func theGracePeriodEndsInASuspendUnlessAFrontEndComesBack() {
+        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(1))
+        _ = tracker.observe(presence("a"), at: start)
+        _ = tracker.observe(presence("a", .leaving), at: start + .seconds(1))
+        #expect(tracker.nextDeadline == start + .seconds(2))
+        #expect(tracker.timePassed(at: start + .milliseconds(1900)) == [], "not yet")
+        #expect(tracker.timePassed(at: start + .seconds(2)) == [.graceElapsed])
+        #expect(tracker.nextDeadline == nil, "suspended: nothing is due until a front end comes")
+        #expect(tracker.timePassed(at: start + .seconds(10)) == [], "elapsed once")
+        // One comes back during the next grace period: no suspend.
+        #expect(tracker.observe(presence("b"), at: start + .seconds(11)) == [.attachedChanged([presence("b")]), .firstArrived])
+        _ = tracker.observe(presence("b", .leaving), at: start + .seconds(12))
+        #expect(tracker.observe(presence("c"), at: start + .milliseconds(12500)) == [.attachedChanged([presence("c")]), .firstArrived])
+        #expect(tracker.nextDeadline == start + .milliseconds(15500), "only c's lapse is due: the grace period is over")
+        #expect(tracker.timePassed(at: start + .seconds(13)) == [], "the grace period ended when c came")
+    }
+
+    @Test func withoutAGracePeriodTheLastLeavingSuspendsNothing() {
+        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: nil)
+        _ = tracker.observe(presence("a"), at: start)
+        #expect(tracker.observe(presence("a", .leaving), at: start + .seconds(1)) == [.attachedChanged([])])
+        #expect(tracker.nextDeadline == nil)
+    }
+
+    @Test func theNextDeadlineIsDueOnlyWhileAFrontEndIsAttachedOrTheGracePeriodRuns() {
+        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(30))
+        #expect(tracker.nextDeadline == nil, "nothing is due with no front end")
+        _ = tracker.observe(presence("b", frontEnd: "web"), at: start)
         _ = tracker.observe(presence("a"), at: start + .seconds(1))
-        #expect(tracker.nextExpiry == start + .seconds(3))
+        #expect(tracker.nextDeadline == start + .seconds(3))
         #expect(tracker.attached.map(\.frontEnd) == ["tether", "web"], "by kind")
-        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .active), at: start + .seconds(2))
-        #expect(tracker.nextExpiry == start + .seconds(4), "a renewal moves the lapse")
-        _ = tracker.expire(at: start + .seconds(4))
+        _ = tracker.observe(presence("b", frontEnd: "web"), at: start + .seconds(2))
+        #expect(tracker.nextDeadline == start + .seconds(4), "a renewal moves the lapse")
+        _ = tracker.timePassed(at: start + .seconds(4))
         #expect(tracker.attached.map(\.instance) == ["b"])
-        _ = tracker.observe(FrontEndPresence(frontEnd: "web", instance: "b", pid: 9, state: .leaving), at: start + .seconds(4))
-        #expect(tracker.nextExpiry == nil)
+        _ = tracker.observe(presence("b", .leaving, frontEnd: "web"), at: start + .seconds(4))
+        #expect(tracker.nextDeadline == start + .seconds(34), "the grace period")
         #expect(tracker.attached.isEmpty)
     }
 }

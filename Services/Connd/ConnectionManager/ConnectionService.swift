@@ -146,15 +146,14 @@ actor ConnectionDriver {
     /// Who connd connects as: the same for every status.
     private let identity: ConnectionIdentity
     private let lifecycle: LifecycleSettings
-    private var frontEnds = FrontEndTracker()
-    /// Forgets the front ends whose presence lapsed, when the first of them is due.
-    private var expiryTask: Task<Void, Never>?
+    private var frontEnds: FrontEndTracker
+    /// Wakes the front-end tracker when it is next due (a presence lapsing, the grace period
+    /// ending); none runs while nothing is due.
+    private var frontEndTimer: Task<Void, Never>?
     /// While the token was rejected or cannot be read: watching it for a change.
     private var credentialWatch: Task<Void, Never>?
     /// While the gateway is unreachable: knocking on its port between attempts.
     private var knocking: Task<Void, Never>?
-    /// The grace period after the last front end left.
-    private var idleTask: Task<Void, Never>?
     /// Until when a retry may be hastened by knocking on the gateway's port: the first
     /// minute after the connection was lost or the first attempt failed.
     private var knockUntil: ContinuousClock.Instant?
@@ -167,6 +166,7 @@ actor ConnectionDriver {
         self.bus = bus
         self.configuration = configuration
         self.lifecycle = lifecycle
+        self.frontEnds = FrontEndTracker(idleSuspendAfter: lifecycle.idleSuspendAfter)
         self.phase = phase
         self.logger = logger
         self.machine = ConnectionStateMachine(
@@ -213,66 +213,35 @@ actor ConnectionDriver {
     func followFrontEnds(_ subscription: BusSubscription) async {
         for await message in subscription {
             guard let presence = try? message.decode(FrontEndPresence.self) else { continue }
-            frontEndChanged(presence)
+            carryOut(frontEnds.observe(presence, at: .now))
         }
-        expiryTask?.cancel()
+        frontEndTimer?.cancel()
     }
 
-    private func frontEndChanged(_ presence: FrontEndPresence) {
-        let before = frontEnds.attached
-        apply(frontEnds.observe(presence, at: .now))
-        frontEndsFollowed(from: before)
-    }
-
-    private func expireFrontEnds() {
-        let before = frontEnds.attached
-        apply(frontEnds.expire(at: .now))
-        frontEndsFollowed(from: before)
-    }
-
-    /// Publishes the front ends attached if they changed, and wakes for the next lapse only
-    /// when one is due: no timer runs while no front end is attached.
-    private func frontEndsFollowed(from before: [FrontEndPresence]) {
-        let now = frontEnds.attached
-        if now.map(\.instance) != before.map(\.instance) {
-            try? bus.retain(AttachedFrontEnds(frontEnds: now), on: .frontEndsAttached)
+    private func carryOut(_ actions: [FrontEndTracker.Action]) {
+        for action in actions {
+            switch action {
+            case .attachedChanged(let attached):
+                try? bus.retain(AttachedFrontEnds(frontEnds: attached), on: .frontEndsAttached)
+            case .firstArrived:
+                if machine.state == .suspended(.idle) {
+                    logger.info("a front end arrived: resuming")
+                    handle(.resume(.idle))
+                }
+            case .graceStarted(let grace):
+                logger.info("the last front end left: suspending in \(grace) unless one comes back")
+            case .graceElapsed:
+                logger.notice("no front end for the grace period: suspending")
+                handle(.suspend(.idle))
+            }
         }
-        expiryTask?.cancel()
-        expiryTask = frontEnds.nextExpiry.map { due in
+        frontEndTimer?.cancel()
+        frontEndTimer = frontEnds.nextDeadline.map { due in
             Task {
                 guard (try? await Task.sleep(until: due, clock: .continuous)) != nil else { return }
-                self.expireFrontEnds()
+                self.carryOut(self.frontEnds.timePassed(at: .now))
             }
         }
-    }
-
-    private func apply(_ change: FrontEndTracker.Change?) {
-        switch change {
-        case .firstArrived:
-            idleTask?.cancel()
-            idleTask = nil
-            if machine.state == .suspended(.idle) {
-                logger.info("a front end arrived: resuming")
-                handle(.resume(.idle))
-            }
-        case .lastLeft:
-            guard let grace = lifecycle.idleSuspendAfter else { return }
-            logger.info("the last front end left: suspending in \(grace) unless one comes back")
-            idleTask?.cancel()
-            idleTask = Task {
-                guard (try? await Task.sleep(for: grace)) != nil else { return }
-                self.idleElapsed()
-            }
-        case nil:
-            break
-        }
-    }
-
-    private func idleElapsed() {
-        idleTask = nil
-        guard frontEnds.count == 0 else { return }
-        logger.notice("no front end for the grace period: suspending")
-        handle(.suspend(.idle))
     }
 
     // MARK: Events and actions

@@ -44,19 +44,34 @@ public enum LogindBus: Sendable, Equatable {
     }
 }
 
-/// Which front ends are attached, from their presence messages: says when the first
-/// arrives and when the last is gone (it left, or its presence lapsed).
+/// Which front ends are attached, from their presence messages, and the idle suspend that
+/// follows them: the first to arrive resumes an idle suspend; when the last is gone (it
+/// left, or its presence lapsed) for the grace period, the connection is suspended. Time is
+/// passed in: the service wakes it at ``nextDeadline`` and carries its actions out.
 struct FrontEndTracker {
-    enum Change: Equatable {
+    enum Action: Equatable {
+        /// The front ends attached changed (retained on `frontend.attached`).
+        case attachedChanged([FrontEndPresence])
+        /// The first front end arrived: an idle suspend ends.
         case firstArrived
-        case lastLeft
+        /// The last front end is gone: the connection is suspended after `grace` unless one comes back.
+        case graceStarted(Duration)
+        /// No front end came back within the grace period: suspend.
+        case graceElapsed
     }
 
     private var seen: [String: (presence: FrontEndPresence, at: ContinuousClock.Instant)] = [:]
     private let timeout: Duration
+    private let idleSuspendAfter: Duration?
+    /// When the grace period after the last front end left ends.
+    private var graceEnds: ContinuousClock.Instant?
 
-    init(timeout: Duration = FrontEndPresence.timeout) {
+    /// - Parameters:
+    ///   - timeout: how long a presence lasts unless renewed.
+    ///   - idleSuspendAfter: the grace period; nil never suspends.
+    init(timeout: Duration = FrontEndPresence.timeout, idleSuspendAfter: Duration?) {
         self.timeout = timeout
+        self.idleSuspendAfter = idleSuspendAfter
     }
 
     /// How many front ends are attached.
@@ -67,33 +82,50 @@ struct FrontEndTracker {
         seen.values.map(\.presence).sorted { ($0.frontEnd, $0.pid, $0.instance) < ($1.frontEnd, $1.pid, $1.instance) }
     }
 
-    /// When the oldest presence lapses unless renewed: when ``expire(at:)`` is next due.
-    var nextExpiry: ContinuousClock.Instant? {
-        seen.values.map(\.at).min().map { $0 + timeout }
+    /// When ``timePassed(at:)`` is next due: the oldest presence lapsing unless renewed, or
+    /// the grace period ending. Nil while nothing is due: no front end, no grace period.
+    var nextDeadline: ContinuousClock.Instant? {
+        (seen.values.map { $0.at + timeout } + [graceEnds].compactMap { $0 }).min()
     }
 
-    mutating func observe(_ presence: FrontEndPresence, at now: ContinuousClock.Instant) -> Change? {
-        let before = seen.count
+    mutating func observe(_ presence: FrontEndPresence, at now: ContinuousClock.Instant) -> [Action] {
+        let before = attached
         switch presence.state {
         case .active: seen[presence.instance] = (presence, now)
         case .leaving: seen[presence.instance] = nil
         }
-        return change(from: before)
+        return changed(from: before, at: now)
     }
 
-    /// Forgets the front ends whose presence lapsed.
-    mutating func expire(at now: ContinuousClock.Instant) -> Change? {
-        let before = seen.count
+    /// Forgets the front ends whose presence lapsed, and ends the grace period if it is over.
+    mutating func timePassed(at now: ContinuousClock.Instant) -> [Action] {
+        let before = attached
         seen = seen.filter { now - $0.value.at < timeout }
-        return change(from: before)
+        var actions = changed(from: before, at: now)
+        if let ends = graceEnds, now >= ends {
+            graceEnds = nil
+            actions.append(.graceElapsed)
+        }
+        return actions
     }
 
-    private func change(from before: Int) -> Change? {
-        switch (before, seen.count) {
-        case (0, 1...): .firstArrived
-        case (1..., 0): .lastLeft
-        default: nil
+    private mutating func changed(from before: [FrontEndPresence], at now: ContinuousClock.Instant) -> [Action] {
+        let after = attached
+        guard after.map(\.instance) != before.map(\.instance) else { return [] }
+        var actions: [Action] = [.attachedChanged(after)]
+        switch (before.count, after.count) {
+        case (0, 1...):
+            graceEnds = nil
+            actions.append(.firstArrived)
+        case (1..., 0):
+            if let grace = idleSuspendAfter {
+                graceEnds = now + grace
+                actions.append(.graceStarted(grace))
+            }
+        default:
+            break
         }
+        return actions
     }
 }
 

@@ -222,7 +222,7 @@ public struct DeliveryStateMachine: Sendable {
     }
 
     public let settings: Settings
-    private let codec = WireCodec()
+    let codec = WireCodec()
 
     var pending: [Pending] = []
     var connection: Connection?
@@ -232,16 +232,16 @@ public struct DeliveryStateMachine: Sendable {
     /// Whether the gateway answers `session.resume` (and so replays what was missed and drops
     /// repeated message ids), as learnt on the latest connection that told; nil: not known.
     public internal(set) var gatewayResumes: Bool?
-    private var session = SessionPoint(sessionID: nil, lastSequence: 0)
+    var session = SessionPoint(sessionID: nil, lastSequence: 0)
     private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
     private var sessionSavedAt = Date.distantPast
     /// The server sequence to ask the gateway to resume after, once frames reach connd.
     private var resumeAfter: Int?
-    private var assembler = StreamAssembler()
-    private var streams: [MessageID: OpenStream] = [:]
+    var assembler = StreamAssembler()
+    var streams: [MessageID: OpenStream] = [:]
     /// Messages written and not yet matched to a reply, oldest first: a reply that does not
     /// say what it answers is matched to the first of them.
-    private var awaitingReply: [MessageID] = []
+    var awaitingReply: [MessageID] = []
     private static let awaitingReplyLimit = 1000
     var botName = "Bot"
     var botState: BotState = .idle
@@ -715,197 +715,6 @@ public struct DeliveryStateMachine: Sendable {
             open.dialect = .openClaw(link)
             connection = open
             write(request, on: open.epoch, into: &actions)
-        }
-    }
-
-    // MARK: Frames from the gateway
-
-    private mutating func receive(_ message: WireMessage, now: Date, into actions: inout [Action]) {
-        // Any frame shows the connection and the gateway's reader alive.
-        connection?.probeDeadline = nil
-        connection?.heardAt = now
-        connection?.verified = true
-        if let sequence = Self.serverSequence(of: message) { session.lastSequence = max(session.lastSequence, sequence) }
-        switch message {
-        case .messageAck(let envelope):
-            acknowledged(envelope.payload, now: now, into: &actions)
-        case .botState(let envelope):
-            botName = envelope.payload.botName
-            botState = envelope.payload.state
-            actions.append(.retainBotState(envelope.payload))
-        case .streamingChunk(let envelope):
-            chunk(envelope.payload, sequence: envelope.sequence, now: now, into: &actions)
-        case .chatMessage(let envelope):
-            let chat = envelope.payload
-            if case .bot(let name) = chat.sender, !name.isEmpty { botName = name }
-            let (target, attribution) = attribute(chat.replyTo, now: now, into: &actions)
-            actions.append(
-                .publishEntry(
-                    TranscriptEntry(
-                        id: chat.id, sender: chat.sender, content: chat.content, timestamp: chat.timestamp, status: .received, inReplyTo: target,
-                        attribution: attribution)))
-        case .ping(let envelope):
-            if let open = connection { write(try? codec.encodePong(sequence: envelope.sequence, timestamp: now), on: open.epoch, into: &actions) }
-        case .sessionResumed(let envelope):
-            resumed(envelope.payload, now: now, into: &actions)
-        case .pong, .sessionResume, .unknown:
-            break
-        }
-    }
-
-    /// The server sequence a frame counts for; pongs echo the ping's and resume answers are not part of the stream.
-    private static func serverSequence(of message: WireMessage) -> Int? {
-        switch message {
-        case .chatMessage(let envelope): envelope.sequence
-        case .messageAck(let envelope): envelope.sequence
-        case .botState(let envelope): envelope.sequence
-        case .streamingChunk(let envelope): envelope.sequence
-        case .ping(let envelope): envelope.sequence
-        case .unknown(_, let sequence, _): sequence
-        case .pong, .sessionResume, .sessionResumed: nil
-        }
-    }
-
-    mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action]) {
-        guard let message = pending.first(where: { $0.id == ack.messageID.value }) else { return }
-        if ack.status.isDelivered {
-            pending.removeAll { $0.id == message.id }
-            // Said before it is recorded, to save the front end a write's wait: the mark does
-            // not wait for the disk anyway, and a protod that dies before recording it treats
-            // the message as one written but unacknowledged, as it would had it died a moment
-            // before the acknowledgement came (see ``Outbox``).
-            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered)))
-            actions.append(.persistDelivered(id: message.id))
-            actions.append(
-                .diagnose(
-                    DiagnosticEvent(
-                        kind: .messageSent, messageID: message.messageID, durationMilliseconds: Int(now.timeIntervalSince(message.createdAt) * 1000))))
-            recordOutcome(success: true, now: now, into: &actions)
-        } else {
-            settle([message.id], as: .failed, into: &actions) { _ in "the gateway refused the message" }
-            actions.append(.diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: message.messageID, willRetry: false, detail: "the gateway refused it")))
-            recordOutcome(success: false, now: now, into: &actions)
-        }
-    }
-
-    /// The gateway answered a resume: it replays and drops repeated ids. A new session means it restarted.
-    private mutating func resumed(_ answer: SessionResumed, now: Date, into actions: inout [Action]) {
-        gatewayResumes = true
-        connection?.resumeAskedAt = nil
-        if answer.sessionID != session.sessionID {
-            session = SessionPoint(sessionID: answer.sessionID, lastSequence: answer.lastSequence)
-        }
-        guard !answer.complete else { return }
-        // What the gateway no longer has will not come: a stream still open stays cut.
-        for id in openStreamsInOrder {
-            cut(id, why: "the gateway lost the rest of the reply (it restarted)", now: now, into: &actions)
-        }
-    }
-
-    /// The message a reply answers: the one the gateway names, else the oldest written
-    /// message not yet answered (a gateway answers in order). A reply the gateway names a
-    /// message for shows it has the message: as good as its acknowledgement.
-    private mutating func attribute(_ named: MessageID?, now: Date, into actions: inout [Action]) -> (MessageID?, ReplyAttribution?) {
-        if let named {
-            awaitingReply.removeAll { $0 == named }
-            acknowledged(MessageAck(messageID: named, status: .received, serverTimestamp: now), now: now, into: &actions)
-            return (named, .gateway)
-        }
-        guard !awaitingReply.isEmpty else { return (nil, nil) }
-        return (awaitingReply.removeFirst(), .order)
-    }
-
-    // MARK: Streams
-
-    private mutating func chunk(_ chunk: StreamingChunk, sequence: Int, now: Date, into actions: inout [Action]) {
-        guard let progress = assembler.add(chunk) else { return }
-        let id = chunk.messageID
-        if progress.isFirst {
-            let (target, attribution) = attribute(chunk.replyTo, now: now, into: &actions)
-            streams[id] = OpenStream(firstSequence: sequence, inReplyTo: target, attribution: attribution, grewAt: now)
-        }
-        guard var stream = streams[id] else { return }
-        if !progress.isDuplicate { stream.grewAt = now }
-        streams[id] = stream
-        if progress.isComplete {
-            publish(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: true, now: now, into: &actions)
-            streams[id] = nil
-            actions.append(
-                .publishEntry(
-                    TranscriptEntry(
-                        id: id, sender: .bot(name: botName), content: progress.content, timestamp: now, status: .received, inReplyTo: stream.inReplyTo,
-                        attribution: stream.attribution)))
-        } else if !progress.isDuplicate {
-            let due = (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
-            if due <= now {
-                publish(id, content: progress.content, lastIndex: progress.lastIndex, isFinal: false, now: now, into: &actions)
-            } else {
-                streams[id]?.publicationDue = true
-            }
-        }
-    }
-
-    /// Publishes the growth of replies whose interval ended.
-    private mutating func publishDueStreams(now: Date, into actions: inout [Action]) {
-        for (id, stream) in streams where stream.publicationDue {
-            guard (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now else { continue }
-            streams[id]?.publicationDue = false
-            guard let (content, lastIndex) = assembler.assembled(id) else { continue }
-            if content.utf8.count > stream.publishedLength {
-                publish(id, content: content, lastIndex: lastIndex, isFinal: false, now: now, into: &actions)
-            }
-        }
-    }
-
-    private mutating func publish(_ id: MessageID, content: String, lastIndex: Int, isFinal: Bool, now: Date, into actions: inout [Action]) {
-        guard let stream = streams[id] else { return }
-        let added = String(decoding: content.utf8.dropFirst(stream.publishedLength), as: UTF8.self)
-        let length = content.utf8.count
-        // The whole reply goes with the first progress and each time it doubled: the bytes on
-        // the bus stay within three times the reply's length.
-        let whole = stream.wholeLength == 0 || length >= 2 * stream.wholeLength
-        actions.append(
-            .publishStream(
-                StreamProgress(
-                    id: id, chunkIndex: max(0, lastIndex), chunk: added, offset: stream.publishedLength, content: whole ? content : nil,
-                    isFinal: isFinal, inReplyTo: stream.inReplyTo, attribution: stream.attribution)))
-        streams[id]?.publishedAt = now
-        streams[id]?.publishedLength = length
-        if whole { streams[id]?.wholeLength = length }
-    }
-
-    /// A reply that stops growing on a live connection: the connection is probed; past the
-    /// stall deadline the reply is incomplete.
-    private mutating func checkStreams(now: Date, into actions: inout [Action]) {
-        var probe = false
-        for (id, stream) in streams {
-            let quiet = now.timeIntervalSince(stream.grewAt)
-            if quiet >= settings.replyStallDeadline {
-                cut(id, why: "the reply stopped: nothing more came for \(Self.words(settings.replyStallDeadline))", now: now, into: &actions)
-            } else if quiet >= settings.probeAfter {
-                probe = true
-            }
-        }
-        if probe { startProbe(now: now, into: &actions) }
-    }
-
-    /// The replies still open, in the order they started.
-    private var openStreamsInOrder: [MessageID] {
-        streams.sorted { $0.value.firstSequence < $1.value.firstSequence }.map(\.key)
-    }
-
-    /// Ends an open reply as incomplete, as far as it came, and says the bot is no longer at it.
-    private mutating func cut(_ id: MessageID, why: String, now: Date, into actions: inout [Action]) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
-        let partial = assembler.discard(id) ?? ""
-        actions.append(
-            .publishEntry(
-                TranscriptEntry(
-                    id: id, sender: .bot(name: botName), content: partial, timestamp: now, status: .incomplete, inReplyTo: stream.inReplyTo,
-                    attribution: stream.attribution, detail: why)))
-        if streams.isEmpty, botState != .idle {
-            botState = .idle
-            actions.append(.retainBotState(BotStateUpdate(state: .idle, botName: botName, detail: "reply incomplete: \(why)", timestamp: now)))
         }
     }
 
