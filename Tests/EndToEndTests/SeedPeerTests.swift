@@ -14,24 +14,13 @@ import Glibc
 /// development gateway as a seed-only peer (`strictSeed`: no duplicate suppression, no
 /// session resume, no `replyTo`, one message at a time, each acknowledged after its reply).
 @Suite(.serialized) struct SeedPeerTests {
-    static func set(faults: String = "", environment: [String: String] = [:]) async throws -> ComposedSet {
-        try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true\#(faults)}"#].merging(environment) { $1 })
-    }
-
     static func client(_ set: ComposedSet) throws -> BusClient {
         try BusClient(source: "seed-peer-test", runDirectory: set.run.runDirectory, logger: Logger(label: "seed-peer-test"))
     }
 
-    /// How many times the gateway received each content.
-    static func receipts(_ set: ComposedSet) -> [String: Int] {
-        var counts: [String: Int] = [:]
-        for content in set.gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
-        return counts
-    }
-
     @Test func acknowledgementsSlowerThanEveryTimeoutAnswerEachMessageOnce() async throws {
         // 11 s: past the retry policy's 10 s, the 2 s probe and its 2 s deadline.
-        let set = try await Self.set(faults: #", "acknowledgementDelayMilliseconds": 11000"#)
+        let set = try await ComposedSet.seedPeer(faults: #", "acknowledgementDelayMilliseconds": 11000"#)
         defer { set.stop() }
         let bus = try Self.client(set)
         let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
@@ -47,7 +36,7 @@ import Glibc
             let delivered = try await deliveries.waitFor(timeout: .seconds(40)) { $0.id == id && $0.status == .delivered }
             print("slow acknowledgement: \(id) delivered \(started.duration(to: delivered.receivedAt)) after it was sent")
         }
-        #expect(Self.receipts(set) == ["slow 0": 1, "slow 1": 1], "answered more than once: \(Self.receipts(set))")
+        #expect(set.receipts() == ["slow 0": 1, "slow 1": 1], "answered more than once: \(set.receipts())")
         #expect(await !deliveries.entries.contains { $0.value.status == .failed })
         #expect(await !states.entries.contains { $0.value.epoch != epoch }, "the connection was replaced though it answered every probe")
         let late = await diagnostics.entries.filter { $0.value.kind == .acknowledgementOverdue }
@@ -56,7 +45,7 @@ import Glibc
     }
 
     @Test func aFullQueueRefusesAtSendTimeAndNothingThatReachedTheGatewayIsSaidToHaveFailed() async throws {
-        let set = try await Self.set(environment: ["TETHER_CHUNK_DELAY": "1"])
+        let set = try await ComposedSet.seedPeer(environment: ["TETHER_CHUNK_DELAY": "1"])
         defer { set.stop() }
         let bus = try Self.client(set)
         let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
@@ -85,9 +74,9 @@ import Glibc
         }
         #expect(refused.count == 20, "\(refused.count) refused")
         #expect(try set.tether(["resume"]).status == 0)
-        let all = await eventually(timeout: .seconds(90)) { Set(Self.receipts(set).keys).isSuperset(of: accepted) }
+        let all = await eventually(timeout: .seconds(90)) { Set(set.receipts().keys).isSuperset(of: accepted) }
         #expect(all, "not every accepted message reached the gateway")
-        let receipts = Self.receipts(set)
+        let receipts = set.receipts()
         #expect(receipts.values.allSatisfy { $0 == 1 }, "received twice: \(receipts.filter { $0.value > 1 }.keys.sorted())")
         #expect(refused.allSatisfy { receipts[$0] == nil }, "a refused message reached the gateway")
         let delivered = await eventually(timeout: .seconds(30)) {
@@ -101,7 +90,7 @@ import Glibc
     }
 
     @Test func aReplyWhoseFinalChunkNeverComesIsIncomplete() async throws {
-        let set = try await Self.set(faults: #", "omitFinalChunk": true"#, environment: ["TETHER_REPLY_STALL": "3"])
+        let set = try await ComposedSet.seedPeer(faults: #", "omitFinalChunk": true"#, environment: ["TETHER_REPLY_STALL": "3"])
         defer { set.stop() }
         let bus = try Self.client(set)
         let botStates = try await BusRecorder<BotStateUpdate>(bus: bus, topic: .botState)
@@ -119,7 +108,7 @@ import Glibc
     }
 
     @Test func chunksDoubledAndSwappedStillMakeTheWholeReplyAndAMissingOneMakesItIncomplete() async throws {
-        let set = try await Self.set(faults: #", "duplicateChunks": true, "reorderChunks": true"#, environment: ["TETHER_REPLY_STALL": "3"])
+        let set = try await ComposedSet.seedPeer(faults: #", "duplicateChunks": true, "reorderChunks": true"#, environment: ["TETHER_REPLY_STALL": "3"])
         defer { set.stop() }
         let words = (1...9).map { "word\($0)" }
         let whole = try set.tether(["send", "--timeout", "20"] + words)
@@ -133,7 +122,7 @@ import Glibc
     }
 
     @Test func aReplyCutByAGatewayRestartIsIncompleteAtOnce() async throws {
-        let set = try await Self.set()
+        let set = try await ComposedSet.seedPeer()
         defer { set.stop() }
         let bus = try Self.client(set)
         let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)

@@ -91,6 +91,27 @@ public final class ComposedSet {
         let text = (try? String(contentsOfFile: run.path + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
+
+    /// How many times the gateway received each content.
+    public func receipts() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for content in gatewayRecord().compactMap({ $0["content"] as? String }) { counts[content, default: 0] += 1 }
+        return counts
+    }
+
+    /// The set against a gateway without Tether's additions: the development gateway as a
+    /// seed-only peer (`strictSeed`: no duplicate suppression, no session resume, no
+    /// `replyTo`). `faults` continues its fault switches' JSON (`, "omitFinalChunk": true`).
+    public static func seedPeer(faults: String = "", environment: [String: String] = [:]) async throws -> ComposedSet {
+        try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true\#(faults)}"#].merging(environment) { $1 })
+    }
+
+    /// The set in the OpenClaw dialect, against the development gateway speaking protocol
+    /// versions `protocols` with the fault switches `faults`.
+    public static func openClaw(protocols: String = "3-4", faults: String = "{}", environment: [String: String] = [:]) async throws -> ComposedSet {
+        try await ComposedSet(
+            environment: ["TETHER_DIALECT": "openclaw", "TETHER_GATEWAY_PROTOCOLS": protocols, "TETHER_GATEWAY_FAULTS": faults].merging(environment) { $1 })
+    }
 }
 
 /// The parts of compose/state.json the tests read.
