@@ -319,7 +319,10 @@ let package = Package(
             ),
             .testTarget(
                 name: "EndToEndTests",
-                dependencies: ["TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "CZeroMQ", .logging],
+                dependencies: [
+                    "TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "ConnectionManager", "CZeroMQ", .logging,
+                    .product(name: "NIOHTTP1", package: "swift-nio"),
+                ],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
             ),

@@ -86,8 +86,12 @@ enum GatewaySocket {
                     let configuration = NIOTypedHTTPClientUpgradeConfiguration(upgradeRequestHead: requestHead, upgraders: [upgrader]) { channel in
                         channel.eventLoop.makeSucceededFuture(.notUpgraded)
                     }
-                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                        configuration: NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration))
+                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
+                    // What the gateway writes right after the 101 can arrive in the same read as the
+                    // response (a gateway's first frame usually does): it is the WebSocket's first
+                    // bytes, handed on to the frame decoder, never dropped with the HTTP decoder.
+                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                 }
             }
         let channel = opened.withLock { $0 }

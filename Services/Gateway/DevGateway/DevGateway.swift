@@ -154,6 +154,7 @@ public enum DevGateway {
             let link = GatewayLink(connection: connection, outbound: outbound, faults: faults)
             await conversation.attach(link)
             logger.info("client connected", metadata: ["gateway.connection": "\(connection)"])
+            if faults.current.greetOnOpen { await conversation.greet() }
             do {
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     guard case .text(let text) = message else {
@@ -196,12 +197,17 @@ public enum DevGateway {
         let plainServer = HTTPServerBuilder.http1WebSocketUpgrade(configuration: webSocketConfiguration) { request, channel, _ in
             if let openClaw {
                 guard !faults.current.refuseConnections else { return .dontUpgrade }
+                // As the real gateway: the challenge can come in the same read as the 101.
+                try channel.pipeline.syncOperations.addHandler(UpgradeCoalescer(frames: 1), position: .first)
                 return .upgrade([:]) { inbound, outbound, context in
                     await onOpenClawUpgrade(openClaw, inbound, outbound, channel, context.logger)
                 }
             }
             guard request.path == webSocketPath, authorized(request.headerFields), !faults.current.refuseConnections else {
                 return .dontUpgrade
+            }
+            if faults.current.greetOnOpen {
+                try channel.pipeline.syncOperations.addHandler(UpgradeCoalescer(frames: GatewayConversation.greetingFrames), position: .first)
             }
             return .upgrade([:]) { inbound, outbound, context in
                 try await onUpgrade(inbound, outbound, channel, context.logger)

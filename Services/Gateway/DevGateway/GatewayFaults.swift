@@ -41,6 +41,9 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     public var dropChunkIndex: Int?
     /// Never send a reply's final chunk (nor the bot's idle after it).
     public var omitFinalChunk = false
+    /// Greet each new connection with a `system.ping`, a frame of a type no peer knows and a bot
+    /// `chat.message`, written in the same write as the `101` response.
+    public var greetOnOpen = false
 
     // The OpenClaw dialect's faults.
 
@@ -53,13 +56,16 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     public var stopTicking = false
     /// Ask a person to approve every device not yet paired, loopback ones too.
     public var requirePairing = false
+    /// The model fails every attempt: the gateway sends `agent` lifecycle errors while it
+    /// retries, four times, and no `chat` event at all.
+    public var modelFailure = false
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
-        case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk
-        case dropDeltaFraction, skipSequence, stopTicking, requirePairing
+        case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk, greetOnOpen
+        case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure
     }
 
     /// Reads a full or partial set: absent fields keep `base`'s values.
@@ -90,10 +96,12 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Bool.self, forKey: .reorderChunks) { faults.reorderChunks = value }
         if container.contains(.dropChunkIndex) { faults.dropChunkIndex = try container.decodeIfPresent(Int.self, forKey: .dropChunkIndex) }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .omitFinalChunk) { faults.omitFinalChunk = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .greetOnOpen) { faults.greetOnOpen = value }
         if let value = try container.decodeIfPresent(Double.self, forKey: .dropDeltaFraction) { faults.dropDeltaFraction = min(max(value, 0), 1) }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .skipSequence) { faults.skipSequence = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .stopTicking) { faults.stopTicking = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .requirePairing) { faults.requirePairing = value }
+        if let value = try container.decodeIfPresent(Bool.self, forKey: .modelFailure) { faults.modelFailure = value }
         self = faults
     }
 }

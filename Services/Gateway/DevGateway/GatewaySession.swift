@@ -138,6 +138,17 @@ actor GatewayConversation {
         }
     }
 
+    /// How many frames ``greet()`` writes.
+    static let greetingFrames = 3
+
+    /// Greets the connection just attached: a ping, a frame of a type no peer knows, and a
+    /// message from the bot, numbered and kept as every frame is.
+    func greet() async {
+        await emit(HeartbeatPayload(timestamp: Date()), type: WireMessageType.ping.rawValue)
+        await emit(["note": "a frame of a type no peer knows"], type: "gateway.greeting")
+        await emit(ChatMessage(content: "Hello from \(bot.name).", sender: .bot(name: bot.name), status: .delivered), type: WireMessageType.chatMessage.rawValue)
+    }
+
     /// Acknowledges a message, after the acknowledgement delay in force.
     private func acknowledge(_ id: MessageID) async {
         let delay = faults.current.acknowledgementDelayMilliseconds
@@ -161,8 +172,12 @@ actor GatewayConversation {
 
     /// Numbers, keeps and sends a frame.
     private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: WireMessageType) async {
+        await emit(payload, type: type.rawValue)
+    }
+
+    private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: String) async {
         sequence += 1
-        guard let data = try? codec.encode(payload, type: type.rawValue, sequence: sequence, serverTimestamp: Date()) else { return }
+        guard let data = try? codec.encode(payload, type: type, sequence: sequence, serverTimestamp: Date()) else { return }
         let text = String(decoding: data, as: UTF8.self)
         history.append((sequence, text))
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
