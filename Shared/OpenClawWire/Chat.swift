@@ -60,12 +60,15 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     /// Milliseconds since 1970, by the gateway's clock.
     public var timestamp: Int?
     public var stopReason: String?
+    /// Why the model's turn failed (`stopReason: "error"`), in the gateway's words.
+    public var errorMessage: String?
 
-    public init(role: String, text: String, timestamp: Int?, stopReason: String? = nil) {
+    public init(role: String, text: String, timestamp: Int?, stopReason: String? = nil, errorMessage: String? = nil) {
         self.role = role
-        self.content = .array([.object(["type": .string("text"), "text": .string(text)])])
+        self.content = .array(text.isEmpty && errorMessage != nil ? [] : [.object(["type": .string("text"), "text": .string(text)])])
         self.timestamp = timestamp
         self.stopReason = stopReason
+        self.errorMessage = errorMessage
     }
 
     /// The text it holds: the string, or its text blocks joined; other blocks (thinking,
@@ -80,7 +83,7 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case role, content, timestamp, stopReason
+        case role, content, timestamp, stopReason, errorMessage
     }
 
     public init(from decoder: any Decoder) throws {
@@ -90,6 +93,7 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         // Some releases write fractional or string times; a time that cannot be read is left out.
         timestamp = (try? container.decodeIfPresent(JSONValue.self, forKey: .timestamp))??.intValue
         stopReason = try? container.decodeIfPresent(String.self, forKey: .stopReason)
+        errorMessage = try? container.decodeIfPresent(String.self, forKey: .errorMessage)
     }
 }
 
@@ -161,5 +165,28 @@ public struct SessionsListResult: Sendable, Hashable, Codable {
 
     public init(sessions: [Session]) {
         self.sessions = sessions
+    }
+}
+
+/// The payload of an `agent` event: one step of a run as the agent runs it, beside the `chat`
+/// events (`lifecycle` start, end and error; `assistant` text; `tool` calls).
+public struct AgentEventPayload: Sendable, Hashable, Codable {
+    /// The run: for `chat.send` runs, the message's idempotency key.
+    public var runId: String
+    public var seq: Int?
+    /// `lifecycle`, `assistant`, `tool`, `compaction`, `error`.
+    public var stream: String
+    public var ts: Int?
+    /// For `lifecycle`: `phase` (`start`, `end`, `error`), and `error` in the gateway's words.
+    public var data: JSONValue?
+    public var sessionKey: String?
+
+    public init(runId: String, seq: Int?, stream: String, ts: Int?, data: JSONValue?, sessionKey: String?) {
+        self.runId = runId
+        self.seq = seq
+        self.stream = stream
+        self.ts = ts
+        self.data = data
+        self.sessionKey = sessionKey
     }
 }

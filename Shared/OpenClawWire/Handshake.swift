@@ -208,11 +208,19 @@ public enum OpenClawProtocol {
     /// The session alias the official clients rewrite to `sessionDefaults.mainSessionKey`.
     public static let mainSessionAlias = "main"
 
-    /// The session key to send: the `main` alias (or nothing) becomes the gateway's main
-    /// session key, as the official clients canonicalise it; any other key is sent as given.
+    /// The session key to send, in the gateway's canonical form, as its events name the session:
+    /// nothing, the `main` alias or the main key is the main session key; `global` and keys
+    /// that name their agent (`agent:…`) stand as they are; any other key is a session of the
+    /// default agent (`side` is `agent:main:side`). The agent and main key are read from
+    /// `mainSessionKey` (`agent:<agentId>:<mainKey>`, from `hello-ok`'s session defaults).
+    /// Keys are compared without case, as the gateway stores them in lower case.
     public static func canonicalSessionKey(_ requested: String?, mainSessionKey: String?) -> String {
-        let requested = requested?.trimmingWhitespace() ?? ""
-        if requested.isEmpty || requested == mainSessionAlias { return mainSessionKey ?? "agent:main:main" }
-        return requested
+        let requested = (requested?.trimmingWhitespace() ?? "").lowercased()
+        let main = mainSessionKey ?? "agent:main:main"
+        let parts = main.split(separator: ":", maxSplits: 2).map(String.init)
+        let (agentID, mainKey) = parts.count == 3 && parts[0] == "agent" ? (parts[1], parts[2]) : ("main", mainSessionAlias)
+        if requested.isEmpty || requested == mainSessionAlias || requested == mainKey.lowercased() { return main }
+        if requested == "global" || requested.hasPrefix("agent:") { return requested }
+        return "agent:\(agentID.lowercased()):\(requested)"
     }
 }

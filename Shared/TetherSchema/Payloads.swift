@@ -268,7 +268,12 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
     case queued
     /// Written to the gateway, not yet acknowledged.
     case sent
-    /// Acknowledged by the gateway.
+    /// OpenClaw: the gateway answered that it has the message, but has not stored it yet: it
+    /// holds it in memory, in the queue of a session busy with another reply, and runs it
+    /// later (a gateway crash or its queue's cap can still lose it; Tether then says so).
+    case accepted
+    /// Acknowledged by the gateway; on OpenClaw, the gateway started a run for it or its
+    /// transcript holds it.
     case delivered
     /// The gateway refused it, or it could not be sent (see the update's detail).
     case failed
@@ -286,7 +291,7 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
         switch self {
         case .queued: 0
         case .sent: 1
-        case .incomplete: 2
+        case .accepted, .incomplete: 2
         case .delivered, .failed, .expired, .cancelled, .received: 3
         }
     }
@@ -299,6 +304,7 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
         switch self {
         case .queued: "… queued"
         case .sent: "✓ sent"
+        case .accepted: "✓ accepted, waiting in the gateway's queue"
         case .delivered: "✓✓ delivered"
         case .failed: "✗ failed"
         case .expired: "✗ expired"
@@ -588,12 +594,16 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
         case recoveryAttempted
         case recoverySucceeded
         case recoveryFailed
-        /// OpenClaw: events numbered between two that arrived never came; partial replies are
-        /// dropped and the history looked up.
+        /// OpenClaw: events numbered between two that arrived never came. The gateway numbers
+        /// events for all its clients, so most gaps lose nothing of Tether's; while a reply of
+        /// Tether's is under way, the history is looked up (its text so far is kept).
         case sequenceGap
         /// OpenClaw: a history lookup settled messages written and not acknowledged: `count`
         /// were in the gateway's transcript (delivered), the rest are written again.
         case historyChecked
+        /// OpenClaw: the model failed while answering `messageID`, in the gateway's words
+        /// (`willRetry`: the gateway is retrying).
+        case replyFailed
     }
 
     public var kind: Kind

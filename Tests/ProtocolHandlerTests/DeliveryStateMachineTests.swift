@@ -576,3 +576,16 @@ import TetherWire
         }
     }
 }
+
+extension DeliveryStateMachineTests {
+    /// A gateway that knows only the seeds' JSON may never say the bot is idle: a whole reply does.
+    @Test func aWholeReplyLeavesTheBotIdleThoughTheGatewayNeverSaysSo() {
+        var driver = Self.connected(resuming: false)
+        driver.send("a")
+        _ = driver.frame(Self.botState(.thinking, sequence: 2))
+        _ = driver.frame(Self.chunk("r", 0, "You said: ", sequence: 3))
+        _ = driver.frame(Self.chunk("r", 1, "a", final: true, sequence: 4))
+        let states = driver.log.compactMap { if case .retainBotState(let state) = $0 { state.state } else { nil } }
+        #expect(states.last == .idle, "\(states)")
+    }
+}

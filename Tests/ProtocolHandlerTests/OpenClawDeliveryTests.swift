@@ -80,8 +80,18 @@ import TetherWire
             return handle(.openClawFrame(.event(name: name, payload: payload, seq: next)), at: seconds)
         }
 
-        mutating func chat(_ payload: ChatEventPayload, on connection: String, sequence: Int? = nil) {
-            event("chat", try? JSONValue(encoding: payload), on: connection, sequence: sequence)
+        mutating func chat(_ payload: ChatEventPayload, on connection: String, sequence: Int? = nil, at seconds: Double? = nil) {
+            event("chat", try? JSONValue(encoding: payload), on: connection, sequence: sequence, at: seconds)
+        }
+
+        /// An `agent` event of run `run` in the main session.
+        mutating func agent(_ run: String, stream: String, _ data: [String: JSONValue], on connection: String, session: String = "agent:main:main") {
+            let payload = AgentEventPayload(runId: run, seq: nil, stream: stream, ts: nil, data: .object(data), sessionKey: session)
+            event("agent", try? JSONValue(encoding: payload), on: connection)
+        }
+
+        func updates(of id: String) -> [DeliveryUpdate] {
+            log.compactMap { if case .publishDelivery(let update) = $0, update.id.value == id { update } else { nil } }
         }
 
         /// Answers the last history lookup on `connection` with `messages`.
@@ -144,8 +154,11 @@ import TetherWire
         #expect(request.params?["message"]?.stringValue == "text of m1")
         #expect(driver.deliveries(of: "m1") == [.queued, .sent])
         driver.respond(request.id, Self.started)
-        #expect(driver.deliveries(of: "m1").last == .delivered)
+        // `started` says the gateway has it; its run starting says it was stored.
+        #expect(driver.deliveries(of: "m1").last == .sent)
         #expect(driver.botStates.last == .thinking)
+        driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        #expect(driver.deliveries(of: "m1").last == .delivered)
         #expect(driver.machine.pendingCount == 0)
     }
 
@@ -211,30 +224,49 @@ import TetherWire
         driver.history([], on: "c1")
         driver.send("m1", content: "ok")
         driver.respond("send:m1", Self.started, at: 0.1)
+        driver.chat(Self.final("m1", text: "fine"), on: "c1")
+        driver.now = 0.3
         driver.send("m2", content: "ok")
+        #expect(driver.sent(on: "c1") == ["m1", "m2"])
         driver.handle(.connectionDown, at: 10)
         driver.connect("c2", epoch: 2, at: 12)
-        driver.history([Self.user("ok", at: 0.05)], on: "c2")
+        driver.history([Self.user("ok", at: 0.05), Self.assistant("fine", at: 0.2)], on: "c2")
         #expect(driver.sent(on: "c2") == ["m2"], "the earlier \"ok\" is m1's, not m2's")
     }
 
-    @Test func aGapDropsPartialRepliesAndLooksUpTheHistory() throws {
+    @Test func aGapInsideAReplyKeepsItsTextAndTheReplyEndsOnceAndWhole() throws {
         var driver = Driver()
         driver.connect("c1", epoch: 1)
         driver.history([], on: "c1")
         driver.send("m1")
         driver.respond("send:m1", Self.started)
         driver.chat(Self.delta("m1", text: "one", increment: "one"), on: "c1")
-        // Event 3 comes after 1: 2 is missing.
+        // Event 3 comes after 1: 2 is missing. It is m1's own delta: m1 has not ended.
         driver.chat(Self.delta("m1", text: "one two three", increment: " three"), on: "c1", sequence: 3)
-        #expect(driver.lookups(on: "c1") == 2)
+        #expect(driver.lookups(on: "c1") == 1, "history looked up for a gap the arriving run's own event shows")
         #expect(driver.log.contains { if case .diagnose(let event) = $0 { event.kind == .sequenceGap } else { false } })
         let streamed = driver.log.compactMap { if case .publishStream(let progress) = $0 { progress } else { nil } }.followedTexts
         #expect(streamed.last == "one two three", "resynchronised from the delta's whole text, not \"one three\": \(streamed)")
         driver.chat(Self.final("m1", text: "one two three four"), on: "c1")
-        driver.history([Self.user("text of m1", at: 0), Self.assistant("one two three four", at: 0.5)], on: "c1")
         let replies = driver.entries { $0.id.value == "m1:reply" }
         #expect(replies.map(\.content) == ["one two three four"], "the reply once: \(replies.map(\.content))")
+    }
+
+    /// A gap another event shows while a reply of Tether's is under way may hold that reply's
+    /// end: the history is looked up, and the reply's text so far is kept.
+    @Test func aGapWhileAReplyIsUnderWayLooksUpTheHistoryAndKeepsTheText() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.chat(Self.delta("m1", text: "one", increment: "one"), on: "c1")
+        driver.event("tick", .object([:]), on: "c1", sequence: 5)
+        #expect(driver.lookups(on: "c1") == 2)
+        driver.history([Self.user("text of m1", at: 0), Self.assistant("one two", at: 0.5)], on: "c1")
+        let replies = driver.entries { $0.id.value == "m1:reply" }
+        #expect(replies.map(\.content) == ["one two"], "\(replies.map(\.content))")
+        #expect(driver.botStates.last == .idle)
     }
 
     @Test func aReplyOpenWhenTheGatewayRestartedIsIncompleteAndOneStillRunningContinues() throws {
@@ -313,17 +345,52 @@ import TetherWire
         #expect(driver.entries().count == 2, "published again: \(driver.entries().map(\.id))")
     }
 
-    @Test func theSendWindowBoundsWhatIsWrittenAndNotAcknowledged() {
-        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, streamInterval: 0, sendWindow: 2))
+    /// The gateway runs one message at a time in a session and keeps what comes meanwhile in
+    /// memory: Tether keeps it in its outbox instead, and writes it when the reply in progress ends.
+    @Test func aMessageWaitsForTheReplyInProgressAndGetsARunOfItsOwn() throws {
+        var driver = Driver()
         driver.connect("c1", epoch: 1)
         driver.history([], on: "c1")
-        for index in 1...5 { driver.send("m\(index)") }
-        #expect(driver.sent(on: "c1") == ["m1", "m2"])
+        for index in 1...3 { driver.send("m\(index)") }
+        #expect(driver.sent(on: "c1") == ["m1"])
+        let waiting = try #require(driver.updates(of: "m2").last)
+        #expect(waiting.status == .queued && waiting.detail?.hasPrefix("waiting for the reply in progress") == true, "\(waiting)")
+        #expect(driver.updates(of: "m2").count { $0.detail != nil } == 1, "said once")
         driver.respond("send:m1", Self.started)
-        #expect(driver.sent(on: "c1") == ["m1", "m2", "m3"])
+        #expect(driver.sent(on: "c1") == ["m1"], "m1's run goes on")
+        driver.chat(Self.delta("m1", text: "one"), on: "c1")
+        #expect(driver.sent(on: "c1") == ["m1"])
+        driver.chat(Self.final("m1", text: "one two"), on: "c1")
+        #expect(driver.sent(on: "c1") == ["m1", "m2"])
         driver.respond("send:m2", Self.started)
-        driver.respond("send:m3", Self.started)
-        #expect(driver.sent(on: "c1") == ["m1", "m2", "m3", "m4", "m5"])
+        driver.chat(Self.final("m2", text: "three"), on: "c1")
+        #expect(driver.sent(on: "c1") == ["m1", "m2", "m3"])
+        #expect(driver.entries { $0.id.value.hasSuffix(":reply") }.map(\.inReplyTo?.value) == ["m1", "m2"])
+    }
+
+    @Test func anotherClientsRunHoldsTetherBackUntilItEnds() {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history([], on: "c1")
+        driver.agent("phone-1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        driver.send("m1")
+        #expect(driver.sent(on: "c1").isEmpty, "written while another client's run goes on")
+        driver.chat(Self.delta("phone-1", text: "Hi"), on: "c1")
+        #expect(driver.sent(on: "c1").isEmpty)
+        driver.chat(Self.final("phone-1", text: "Hi there"), on: "c1")
+        #expect(driver.sent(on: "c1") == ["m1"])
+    }
+
+    @Test func anotherClientsRunThatFallsSilentHoldsNothingBackForEver() {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 10, streamInterval: 0))
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.chat(Self.delta("phone-1", text: "Hi"), on: "c1")
+        driver.send("m1")
+        driver.handle(.tick, at: 9)
+        #expect(driver.sent(on: "c1").isEmpty)
+        driver.handle(.tick, at: 10.5)
+        #expect(driver.sent(on: "c1") == ["m1"])
     }
 
     @Test func aSilentConnectionIsProbedWithAHealthRequestAndReplaced() {

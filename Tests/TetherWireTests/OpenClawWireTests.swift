@@ -91,6 +91,17 @@ import Testing
         #expect(OpenClawProtocol.canonicalSessionKey("agent:main:work", mainSessionKey: "agent:main:main") == "agent:main:work")
     }
 
+    /// A key as a person writes it is a session of the default agent, as the gateway's events name it.
+    @Test func aBareKeyBelongsToTheDefaultAgent() {
+        #expect(OpenClawProtocol.canonicalSessionKey("side", mainSessionKey: "agent:main:main") == "agent:main:side")
+        #expect(OpenClawProtocol.canonicalSessionKey("Side ", mainSessionKey: "agent:ops:home") == "agent:ops:side")
+        #expect(OpenClawProtocol.canonicalSessionKey("home", mainSessionKey: "agent:ops:home") == "agent:ops:home")
+        #expect(OpenClawProtocol.canonicalSessionKey("Agent:Ops:Work", mainSessionKey: nil) == "agent:ops:work")
+        #expect(OpenClawProtocol.canonicalSessionKey("global", mainSessionKey: "global") == "global")
+        #expect(OpenClawProtocol.canonicalSessionKey("main", mainSessionKey: "global") == "global")
+        #expect(OpenClawProtocol.canonicalSessionKey("side", mainSessionKey: "global") == "agent:main:side")
+    }
+
     /// Python's `cryptography` (OpenSSL's Ed25519) checks Tether's signature and device id, and
     /// signs a string Tether must accept: the same bytes as the gateway's Node crypto reads.
     @Test(.enabled(if: PythonCryptography.available, "python3 with the cryptography package is not installed (apt-get install python3-cryptography)"))

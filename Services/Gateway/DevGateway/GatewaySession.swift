@@ -146,7 +146,8 @@ actor GatewayConversation {
     func greet() async {
         await emit(HeartbeatPayload(timestamp: Date()), type: WireMessageType.ping.rawValue)
         await emit(["note": "a frame of a type no peer knows"], type: "gateway.greeting")
-        await emit(ChatMessage(content: "Hello from \(bot.name).", sender: .bot(name: bot.name), status: .delivered), type: WireMessageType.chatMessage.rawValue)
+        await emit(
+            ChatMessage(content: "Hello from \(bot.name).", sender: .bot(name: bot.name), status: .delivered), type: WireMessageType.chatMessage.rawValue)
     }
 
     /// Acknowledges a message, after the acknowledgement delay in force.

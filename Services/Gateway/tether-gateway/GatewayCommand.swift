@@ -79,6 +79,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: seconds a finished run's idempotency key is remembered.")
     var dedupeWindow: Double = 300
 
+    @Option(help: "OpenClaw: seconds between the model's failed attempts, with the modelFailure fault.")
+    var modelRetryDelay: Double = 5
+
+    @Option(help: "OpenClaw: how many messages a busy session holds; beyond it the oldest are dropped.")
+    var queueCap = 20
+
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
@@ -129,6 +135,7 @@ struct Serve: AsyncParsableCommand {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
         guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
+        guard modelRetryDelay >= 0, queueCap >= 1 else { throw ValidationError("--model-retry-delay must not be negative and --queue-cap at least 1") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
@@ -154,7 +161,8 @@ struct Serve: AsyncParsableCommand {
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .milliseconds(Int(tickInterval * 1000)), stateDirectory: stateDir,
-                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000))) : nil)
+                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000)), queueCap: queueCap,
+                    modelRetryDelay: .milliseconds(Int(modelRetryDelay * 1000))) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)
         // Started by a compose supervisor, it stops when the supervisor is gone.

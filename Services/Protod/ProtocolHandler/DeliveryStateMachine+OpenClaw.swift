@@ -9,6 +9,8 @@ struct OpenClawLink: Sendable, Equatable {
     var protocolVersion: Int
     /// The canonical session key (the `main` alias resolved with the gateway's defaults).
     var sessionKey: String
+    /// The gateway's main session key, which a key as a person writes it is made canonical by.
+    var mainSessionKey: String?
     /// The gateway's clock minus Tether's, in seconds.
     var clockOffset: TimeInterval
     /// When the gateway started, by Tether's clock, if it said: a run older than that died with it.
@@ -37,9 +39,16 @@ struct OpenClawLink: Sendable, Equatable {
     init(_ gateway: GatewayInfo, requested: String?, now: Date) {
         protocolVersion = gateway.protocolVersion ?? 3
         sessionKey = OpenClawProtocol.canonicalSessionKey(requested, mainSessionKey: gateway.mainSessionKey)
+        mainSessionKey = gateway.mainSessionKey
         clockOffset = Double(gateway.clockOffsetMilliseconds ?? 0) / 1000
         gatewayStartedAt = gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
         maximumPayload = gateway.maximumPayload
+    }
+
+    /// Whether `key` names the session chatted in, in either form: events carry the canonical
+    /// key, `aborted` and `chat.history` the key as the client sent it.
+    func names(_ key: String) -> Bool {
+        key == sessionKey || OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) == sessionKey
     }
 
     /// Whether a message's `chat.send` fits in the gateway's largest frame.
@@ -86,6 +95,26 @@ struct OpenClawLink: Sendable, Equatable {
     }
 }
 
+/// Where an OpenClaw message stands between the outbox and the gateway's transcript. The
+/// gateway stores a message when its turn starts; until then it may hold it in memory only.
+enum OpenClawPlace: Sendable, Equatable {
+    /// In the outbox, not written on the open connection.
+    case outbox
+    /// In the outbox, waiting for the reply in progress in its session to end (said once), so
+    /// that the gateway runs it at once, with a run and a reply of its own.
+    case behindRun
+    /// Written; the gateway has not answered.
+    case written
+    /// The gateway answered `started` or `in_flight`; no sign of its run yet (a delta, an
+    /// `agent` event, a final with text), which is what says it was stored.
+    case accepted(at: Date)
+    /// The gateway answered `started` and then ended the run with an empty `final`: it holds the
+    /// message in the busy session's queue, in memory, to run later as a follow-up turn under a
+    /// run id of its own. The history says when it ran, or that the queue's cap dropped it; a
+    /// gateway that restarted since lost it.
+    case inGatewayQueue(since: Date)
+}
+
 /// A reply being streamed on OpenClaw: one run.
 struct OpenClawRun: Sendable, Equatable {
     /// The message it answers (the run id is that message's id), when it is Tether's.
@@ -97,6 +126,11 @@ struct OpenClawRun: Sendable, Equatable {
     /// cannot be appended until a delta with the whole text so far comes.
     var synced = true
     var grewAt: Date
+    /// When an event of the run was last heard (a delta, or an `agent` event): a run heard of
+    /// for the reply stall deadline is incomplete.
+    var heardAt: Date
+    /// The model's failure the gateway last reported for the run, in its words, while it retries.
+    var failure: String?
     var publishedAt: Date?
     /// The reply as last published: the next progress carries what was added to it.
     var publishedText = ""
@@ -122,6 +156,10 @@ extension DeliveryStateMachine {
         for message in pending where message.writtenOn == open.id {
             if let due = message.acknowledgementDue { deadlines.append(due) }
             if let late = message.lateAt { deadlines.append(late) }
+        }
+        if link.recovered {
+            for run in runs.values { deadlines.append(run.heardAt.addingTimeInterval(settings.replyStallDeadline)) }
+            for heard in otherRuns.values { deadlines.append(heard.addingTimeInterval(settings.replyStallDeadline)) }
         }
         return deadlines
     }
@@ -175,8 +213,24 @@ extension DeliveryStateMachine {
             return replace(reason: "the gateway answered no request within \(Self.words(settings.probeDeadline))", into: &actions)
         }
         guard link.recovered, let current = connection else { return }
+        checkRuns(now: now, into: &actions)
         writeDue(on: current, now: now, into: &actions)
         checkOverdue(now: now, into: &actions)
+    }
+
+    /// A run of Tether's that nothing was heard of for the reply stall deadline, on a live
+    /// connection whose history was looked up, is incomplete: the gateway gave up (a model
+    /// failure sends no `chat` event at all), or the reply stopped. Another client's run not
+    /// heard of as long no longer holds Tether's messages back.
+    mutating func checkRuns(now: Date, into actions: inout [Action]) {
+        otherRuns = otherRuns.filter { now < $0.value.addingTimeInterval(settings.replyStallDeadline) }
+        let stalled = runs.filter { now >= $0.value.heardAt.addingTimeInterval(settings.replyStallDeadline) }
+        for (runID, run) in stalled.sorted(by: { $0.value.startedAt < $1.value.startedAt }) {
+            let why =
+                run.failure.map { "the model failed: \($0)" }
+                ?? "the reply stopped: nothing came for \(Self.words(settings.replyStallDeadline))"
+            end(runID, as: .incomplete, why: why, now: now, into: &actions)
+        }
     }
 
     // MARK: Frames
@@ -189,11 +243,23 @@ extension DeliveryStateMachine {
         var gap = false
         if case .event(_, _, let sequence?) = frame {
             if let last = link.lastSequence, sequence > last + 1 {
-                gap = true
+                // The counter is the whole gateway's: events for other clients (another device's
+                // pairing, approvals outside this connection's scopes) leave gaps with nothing of
+                // Tether's lost. Only a run of Tether's may have lost its end in one: not the run
+                // this event is of, which has not ended before it.
+                let arriving = Self.runID(of: frame)
+                gap = runs.keys.contains { $0 != arriving }
+                // A protocol-4 increment after missed events cannot be appended: the next delta's
+                // whole text is taken instead.
+                for id in runs.keys { runs[id]?.synced = false }
+                let missed = "events \(last + 1)–\(sequence - 1) did not arrive"
                 actions.append(
                     .diagnose(
                         DiagnosticEvent(
-                            kind: .sequenceGap, detail: "events \(last + 1)–\(sequence - 1) did not arrive: partial replies dropped, history looked up again")))
+                            kind: .sequenceGap,
+                            detail: gap
+                                ? "\(missed): a reply under way may have ended among them; its text so far is kept and the history looked up"
+                                : "\(missed): the gateway numbers events for all its clients, and no reply of Tether's was under way")))
             }
             link.lastSequence = max(link.lastSequence ?? sequence, sequence)
         }
@@ -212,12 +278,22 @@ extension DeliveryStateMachine {
         case .event(name: "chat", let payload, _):
             guard let event = try? payload?.decode(ChatEventPayload.self) else { return }
             chat(event, now: now, into: &actions)
+        case .event(name: "agent", let payload, _):
+            guard let event = try? payload?.decode(AgentEventPayload.self) else { return }
+            agent(event, now: now, into: &actions)
         case .event, .request:
             break
         }
     }
 
-    /// Partial replies are dropped (what follows them may be missing) and history is looked up.
+    /// The run a `chat` or `agent` event is of.
+    static func runID(of frame: OpenClawFrame) -> String? {
+        guard case .event(let name, let payload?, _) = frame, name == "chat" || name == "agent" else { return nil }
+        return payload["runId"]?.stringValue
+    }
+
+    /// History is looked up; replies under way keep their text, but wait for a whole text before
+    /// they grow again (an increment that follows missed frames cannot be appended).
     mutating func lookUpHistory(now: Date, into actions: inout [Action]) {
         guard var open = connection, case .openClaw(var link) = open.dialect else { return }
         for id in runs.keys { runs[id]?.synced = false }
@@ -234,9 +310,17 @@ extension DeliveryStateMachine {
     private mutating func sendAnswered(_ id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
         let result = try? payload?.decode(ChatSendResult.self)
         if ok || error?.code == "UNAVAILABLE" && result?.status == "error" {
-            if pending.contains(where: { $0.id == id }), runs[id] == nil, ok, result?.status == "started" || result?.status == "in_flight" {
-                runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now)
-                setBotState(.thinking, now: now, into: &actions)
+            if ok, result?.status == "started" || result?.status == "in_flight", let index = pending.firstIndex(where: { $0.id == id }) {
+                // The gateway has it: a run began, or it waits in the gateway's queue (an empty
+                // `final` follows then). Delivered once its run shows.
+                if runs[id] == nil {
+                    runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now)
+                    setBotState(.thinking, now: now, into: &actions)
+                }
+                if pending[index].place == .written { pending[index].place = .accepted(at: now) }
+                pending[index].acknowledgementDue = nil
+                pending[index].lateAt = nil
+                return
             }
             acknowledged(MessageAck(messageID: MessageID(id), status: .received, serverTimestamp: now), now: now, into: &actions)
             if !ok {
@@ -254,6 +338,50 @@ extension DeliveryStateMachine {
         actions.append(
             .diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
         recordOutcome(success: false, now: now, into: &actions)
+    }
+
+    /// The gateway keeps the message in its busy session's queue, in memory: said in words,
+    /// and the message stays in the outbox until the history shows its turn ran.
+    private mutating func heldByGateway(_ index: Int, now: Date, into actions: inout [Action]) {
+        let id = pending[index].id
+        runs[id] = nil
+        pending[index].place = .inGatewayQueue(since: now)
+        pending[index].acknowledgementDue = nil
+        pending[index].lateAt = nil
+        actions.append(
+            .publishDelivery(
+                DeliveryUpdate(
+                    id: pending[index].messageID, status: .accepted,
+                    detail:
+                        "accepted, waiting in the gateway's queue: its session was busy with another reply; the gateway runs it after that one, and its reply is shown then"
+                )))
+        settleBotState(now: now, into: &actions)
+    }
+
+    /// A run is under way in the session (Tether's or another client's), or a message written
+    /// on this connection has no answer yet: the next message waits, so that the gateway never
+    /// queues one of Tether's in memory, where a crash or its queue's cap loses it.
+    func openClawSessionBusy(on open: Connection) -> Bool {
+        !runs.isEmpty || !otherRuns.isEmpty
+            || pending.contains { message in
+                switch message.place {
+                case .written: message.writtenOn == open.id
+                // The gateway is busy until its queue has run: a message written now would join it.
+                case .accepted, .inGatewayQueue: true
+                case .outbox, .behindRun: false
+                }
+            }
+    }
+
+    /// Says once that a message waits for the reply in progress.
+    mutating func holdBehindRun(_ index: Int, into actions: inout [Action]) {
+        guard pending[index].place == .outbox else { return }
+        pending[index].place = .behindRun
+        actions.append(
+            .publishDelivery(
+                DeliveryUpdate(
+                    id: pending[index].messageID, status: pending[index].everWritten ? .sent : .queued,
+                    detail: "waiting for the reply in progress: it is sent when that reply ends, so that it gets a run and a reply of its own")))
     }
 
     // MARK: Commands
@@ -290,20 +418,32 @@ extension DeliveryStateMachine {
     private mutating func chat(_ event: ChatEventPayload, now: Date, into actions: inout [Action]) {
         guard case .openClaw(let link)? = connection?.dialect else { return }
         // Another session's events are not this conversation's.
-        if let key = event.sessionKey, key != link.sessionKey { return }
+        if let key = event.sessionKey, !link.names(key) { return }
         // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
         let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || knownEntries[MessageID(event.runId)] != nil
         guard ours else {
-            // A run another client started: its messages come from the history, once it ended.
-            if event.state != .delta { lookUpHistory(now: now, into: &actions) }
+            // A run another client started (or the gateway's follow-up turn): Tether's messages
+            // wait while it goes on; its messages come from the history, once it ended.
+            if event.state == .delta {
+                otherRuns[event.runId] = now
+            } else {
+                otherRuns[event.runId] = nil
+                lookUpHistory(now: now, into: &actions)
+            }
             return
         }
         let message = MessageID(event.runId)
-        // A reply shows the gateway has the message: as good as its acknowledgement.
+        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now)
+        if event.state == .final, event.message == nil, run.text.isEmpty, let index = pending.firstIndex(where: { $0.id == event.runId }) {
+            // Not a reply: the session was busy, and the gateway keeps the message in its queue.
+            return heldByGateway(index, now: now, into: &actions)
+        }
+        // A run shows the gateway stored the message: as good as its acknowledgement.
         if pending.contains(where: { $0.id == event.runId }) {
             acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
         }
-        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now)
+        run.heardAt = now
+        run.failure = nil
         let replyID = HistoryMerge.replyID(of: message)
         switch event.state {
         case .delta:
@@ -344,7 +484,7 @@ extension DeliveryStateMachine {
                         attribution: .gateway)))
             settleBotState(now: now, into: &actions)
         case .aborted, .error:
-            runs[event.runId] = nil
+            runs[event.runId] = run
             let why: String =
                 if event.state == .error {
                     "the gateway reported an error: \(event.errorMessage ?? "no reason given")"
@@ -356,13 +496,48 @@ extension DeliveryStateMachine {
                     default: "the reply was stopped (\(event.stopReason ?? "aborted"))"
                     }
                 }
-            actions.append(
-                .publishEntry(
-                    TranscriptEntry(
-                        id: replyID, sender: .bot(name: botName), content: run.text, timestamp: now, status: .incomplete, inReplyTo: message,
-                        attribution: .gateway, detail: why)))
-            settleBotState(now: now, into: &actions, detail: why)
+            end(event.runId, as: .incomplete, why: why, now: now, into: &actions)
         }
+    }
+
+    /// Ends a run of Tether's as it came, in the transcript with the reason it ended there;
+    /// the bot is idle once no run of Tether's is open.
+    mutating func end(_ runID: String, as status: DeliveryStatus, why: String, now: Date, into actions: inout [Action]) {
+        guard let run = runs.removeValue(forKey: runID) else { return }
+        actions.append(
+            .publishEntry(
+                TranscriptEntry(
+                    id: run.replyID ?? MessageID(runID), sender: .bot(name: botName), content: run.text, timestamp: now, status: status,
+                    inReplyTo: run.inReplyTo, attribution: .gateway, detail: why)))
+        settleBotState(now: now, into: &actions, detail: why)
+    }
+
+    /// An `agent` event: the run is alive; a lifecycle error is the model failing, said at once
+    /// in the gateway's words while the gateway retries (it sends no `chat` event for it).
+    private mutating func agent(_ event: AgentEventPayload, now: Date, into actions: inout [Action]) {
+        guard case .openClaw(let link)? = connection?.dialect else { return }
+        if let key = event.sessionKey, !link.names(key) { return }
+        let phase = event.stream == "lifecycle" ? event.data?["phase"]?.stringValue : nil
+        let isPending = pending.contains { $0.id == event.runId }
+        guard runs[event.runId] != nil || isPending else {
+            // Another client's run, or the gateway's follow-up turn: Tether's messages wait for it.
+            if phase == "end" { otherRuns[event.runId] = nil } else if knownEntries[MessageID(event.runId)] == nil { otherRuns[event.runId] = now }
+            return
+        }
+        // Its run shows the gateway stored the message.
+        if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
+        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now)
+        run.heardAt = now
+        if phase == "error" {
+            let error = event.data?["error"]?.stringValue ?? "no reason given"
+            run.failure = error
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .replyFailed, messageID: run.inReplyTo, willRetry: true, detail: "the model failed: \(error); the gateway is retrying")))
+            setBotState(.thinking, detail: "the model failed: \(error); the gateway is retrying", now: now, into: &actions)
+        }
+        runs[event.runId] = run
     }
 
     private mutating func publishRun(_ runID: String, isFinal: Bool, now: Date, into actions: inout [Action]) {
@@ -394,17 +569,10 @@ extension DeliveryStateMachine {
         }
     }
 
-    private mutating func setBotState(_ state: BotState, now: Date, into actions: inout [Action]) {
-        guard botState != state else { return }
-        botState = state
-        actions.append(.retainBotState(BotStateUpdate(state: state, botName: botName, timestamp: now)))
-    }
-
     /// The bot is idle once no run of Tether's is open.
     private mutating func settleBotState(now: Date, into actions: inout [Action], detail: String? = nil) {
-        guard runs.isEmpty, botState != .idle else { return }
-        botState = .idle
-        actions.append(.retainBotState(BotStateUpdate(state: .idle, botName: botName, detail: detail.map { "reply incomplete: \($0)" }, timestamp: now)))
+        guard runs.isEmpty else { return }
+        setBotState(.idle, detail: detail.map { "reply incomplete: \($0)" }, now: now, into: &actions)
     }
 
     // MARK: History
@@ -450,9 +618,38 @@ extension DeliveryStateMachine {
             connection = open
             return
         }
+        // Messages the gateway answered for and has not stored yet: still with it unless it
+        // restarted since (its queue is in memory); named in an overflow summary, dropped.
+        let dropped = HistoryMerge.droppedAtCap(result.messages)
+        var held: [MessageID] = []
+        for index in pending.indices {
+            let since: Date
+            switch pending[index].place {
+            case .accepted(let at), .inGatewayQueue(let at): since = at
+            default: continue
+            }
+            let id = pending[index].messageID
+            if merge.found.contains(id) {
+                held.append(id)
+            } else if case .inGatewayQueue = pending[index].place, dropped.contains(pending[index].content) {
+                continue  // settled below
+            } else if let started = link.gatewayStartedAt, started > since {
+                // Lost with the gateway's memory: written again (its key is forgotten too).
+                pending[index].place = .outbox
+                pending[index].writtenOn = nil
+            } else {
+                pending[index].writtenOn = open.id
+            }
+        }
+        let lostAtCap = pending.filter { message in
+            if case .inGatewayQueue = message.place { !merge.found.contains(message.messageID) && dropped.contains(message.content) } else { false }
+        }
+        settle(lostAtCap.map(\.id), as: .failed, into: &actions) { _ in
+            "dropped by the gateway: its session was busy and its queue, which holds 20 messages, was full; the gateway names it only in a summary turn and never answers it"
+        }
         let unknown = pending.filter { $0.everWritten && $0.writtenOn != open.id }.map(\.messageID)
         let confirmed = unknown.filter { merge.found.contains($0) }
-        for id in confirmed {
+        for id in confirmed + held {
             acknowledged(MessageAck(messageID: id, status: .received, serverTimestamp: now), now: now, into: &actions)
         }
         if !unknown.isEmpty {
@@ -465,17 +662,15 @@ extension DeliveryStateMachine {
                     )))
         }
         for entry in merge.entries { actions.append(.publishEntry(entry)) }
-        // Runs: whole in history, or lost with a gateway that restarted since they began.
+        // Runs: whole in history, or lost with a gateway that restarted since they began; the
+        // others go on, and the reply stall counts from now.
         for (runID, run) in runs {
             if let owner = run.inReplyTo, merge.replies[owner] != nil {
                 runs[runID] = nil
             } else if let started = link.gatewayStartedAt, run.startedAt < started {
-                runs[runID] = nil
-                actions.append(
-                    .publishEntry(
-                        TranscriptEntry(
-                            id: run.replyID ?? MessageID(runID), sender: .bot(name: botName), content: run.text, timestamp: now, status: .incomplete,
-                            inReplyTo: run.inReplyTo, attribution: .gateway, detail: "the gateway restarted during the reply: it will not be finished")))
+                end(runID, as: .incomplete, why: "the gateway restarted during the reply: it will not be finished", now: now, into: &actions)
+            } else {
+                runs[runID]?.heardAt = now
             }
         }
         settleBotState(now: now, into: &actions)

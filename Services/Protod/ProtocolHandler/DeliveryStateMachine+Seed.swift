@@ -17,6 +17,7 @@ extension DeliveryStateMachine {
         case .botState(let envelope):
             botName = envelope.payload.botName
             botState = envelope.payload.state
+            botDetail = envelope.payload.detail
             actions.append(.retainBotState(envelope.payload))
         case .streamingChunk(let envelope):
             chunk(envelope.payload, sequence: envelope.sequence, now: now, into: &actions)

@@ -24,6 +24,9 @@ extension DeliveryStateMachine {
                     TranscriptEntry(
                         id: id, sender: .bot(name: botName), content: progress.content, timestamp: now, status: .received, inReplyTo: stream.inReplyTo,
                         attribution: stream.attribution)))
+            // A whole reply ends the bot's turn: a gateway that knows only the seeds' JSON may
+            // never say idle, and one that does says it again.
+            if streams.isEmpty { setBotState(.idle, now: now, into: &actions) }
         } else if !progress.isDuplicate {
             let due = (stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
             if due <= now {
@@ -92,9 +95,14 @@ extension DeliveryStateMachine {
                 TranscriptEntry(
                     id: id, sender: .bot(name: botName), content: partial, timestamp: now, status: .incomplete, inReplyTo: stream.inReplyTo,
                     attribution: stream.attribution, detail: why)))
-        if streams.isEmpty, botState != .idle {
-            botState = .idle
-            actions.append(.retainBotState(BotStateUpdate(state: .idle, botName: botName, detail: "reply incomplete: \(why)", timestamp: now)))
-        }
+        if streams.isEmpty { setBotState(.idle, detail: "reply incomplete: \(why)", now: now, into: &actions) }
+    }
+
+    /// Retains the bot's state when it, or what is said of it, changed.
+    mutating func setBotState(_ state: BotState, detail: String? = nil, now: Date, into actions: inout [Action]) {
+        guard botState != state || botDetail != detail else { return }
+        botState = state
+        botDetail = detail
+        actions.append(.retainBotState(BotStateUpdate(state: state, botName: botName, detail: detail, timestamp: now)))
     }
 }

@@ -176,6 +176,8 @@ public struct DeliveryStateMachine: Sendable {
         var overdue = 0
         /// Written by an earlier protod: the frame may have died with it in the bus.
         var restored = false
+        /// OpenClaw: where the message stands between the outbox and the gateway's transcript.
+        var place: OpenClawPlace = .outbox
 
         var messageID: MessageID { MessageID(id) }
     }
@@ -245,6 +247,8 @@ public struct DeliveryStateMachine: Sendable {
     private static let awaitingReplyLimit = 1000
     var botName = "Bot"
     var botState: BotState = .idle
+    /// What was said with the bot's state (a model failure, why a reply is incomplete).
+    var botDetail: String?
     private var health: HealthMonitor
     private var suggestions = SuggestionBook()
     private var lastSummary: OutboxSummary?
@@ -254,6 +258,9 @@ public struct DeliveryStateMachine: Sendable {
     private var lastSession: ConversationSession?
     /// OpenClaw: replies being streamed, by run id.
     var runs: [String: OpenClawRun] = [:]
+    /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
+    /// gateway's follow-up turns), with when each was last heard of.
+    var otherRuns: [String: Date] = [:]
     /// OpenClaw: the user messages Tether knows it sent (from the journal and since), oldest
     /// first, and the transcript's entries by id: what a history answer is matched against.
     var sentMessages: [HistoryMerge.Sent] = []
@@ -283,7 +290,11 @@ public struct DeliveryStateMachine: Sendable {
     }
     /// The status of a pending message; nil when it is not pending.
     public func status(of id: String) -> DeliveryStatus? {
-        pending.first { $0.id == id }.map { $0.everWritten ? .sent : .queued }
+        pending.first { $0.id == id }.map { message in
+            if case .accepted = message.place { return .accepted }
+            if case .inGatewayQueue = message.place { return .accepted }
+            return message.everWritten ? .sent : .queued
+        }
     }
 
     /// The next moment something is due; the owner sends ``Event/tick`` then. Only what a
@@ -650,10 +661,15 @@ public struct DeliveryStateMachine: Sendable {
                 guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
                 write(data, on: open.epoch, into: &actions)
             case .openClaw(let link):
-                // The rest waits for acknowledgements to make room in the window.
+                // One run at a time in a session: the rest waits for the reply in progress.
+                guard !openClawSessionBusy(on: open) else {
+                    holdBehindRun(index, into: &actions)
+                    continue
+                }
                 guard inFlight < settings.sendWindow else { continue }
                 inFlight += 1
                 write(link.sendRequest(message), on: open.epoch, into: &actions)
+                pending[index].place = .written
             }
             written.append(message.id)
             if !message.everWritten {

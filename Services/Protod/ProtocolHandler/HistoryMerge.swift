@@ -123,6 +123,28 @@ public struct HistoryMerge: Sendable, Equatable {
         return result
     }
 
+    /// The texts a gateway's overflow summary turn names: the messages its busy session's queue
+    /// dropped at its cap, one line each (`- [Thu 2026-11-26 08:14 UTC] <text>`).
+    public static func droppedAtCap(_ history: [ChatTranscriptMessage]) -> Set<String> {
+        var dropped: Set<String> = []
+        for message in history where message.role == "user" {
+            let text = message.text
+            guard text.contains("[Queue overflow] Dropped "), let summary = text.range(of: "Summary:\n") else { continue }
+            // A line per message; a message of several lines continues until the next "- [".
+            var current: String?
+            for line in text[summary.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("- ["), let close = line.range(of: "] ") {
+                    if let current { dropped.insert(current) }
+                    current = String(line[close.upperBound...])
+                } else if let text = current {
+                    current = text + "\n" + line
+                }
+            }
+            if let current { dropped.insert(current) }
+        }
+        return dropped
+    }
+
     /// The id of an entry Tether did not send: the same for the same role, time and text.
     static func contentID(_ message: ChatTranscriptMessage) -> MessageID {
         let key = "\(message.role)|\(message.timestamp.map(String.init) ?? "-")|\(message.text)"

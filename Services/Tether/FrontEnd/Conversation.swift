@@ -13,8 +13,10 @@ public enum SendOutcome: Sendable, Equatable {
     /// Delivered; the reply was cut off and will not be completed (the gateway lost it).
     case replyIncomplete(TranscriptEntry)
     /// Committed to the outbox but not acknowledged within the time allowed, as protod said
-    /// when asked at the end: queued (it stays in the outbox) or sent (it may have reached the gateway).
-    case notDelivered(DeliveryStatus)
+    /// when asked at the end: queued (it stays in the outbox), sent (it may have reached the
+    /// gateway) or accepted (the gateway holds it in a busy session's queue); with what protod
+    /// last said of it, if anything.
+    case notDelivered(DeliveryStatus, detail: String?)
     /// Committed to the outbox; at the end protod did not answer, so where it stands now is not
     /// known: the status is the last one heard.
     case unconfirmed(lastHeard: DeliveryStatus)
@@ -197,6 +199,8 @@ public struct FirstFrame: Sendable {
 struct SendTracker: Sendable {
     let id: MessageID
     var status: DeliveryStatus
+    /// What protod last said of it with its status (why it waits, where it is).
+    var detail: String?
     /// The reply to it as far as it came, while it streams.
     var partial: StreamProgress?
 
@@ -210,7 +214,10 @@ struct SendTracker: Sendable {
         switch message.topic {
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), update.id == id else { return nil }
-            if update.status.rank >= status.rank { status = update.status }
+            if update.status.rank >= status.rank {
+                status = update.status
+                detail = update.detail
+            }
             if update.status == .failed || update.status == .expired || update.status == .cancelled {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
@@ -243,7 +250,7 @@ struct SendTracker: Sendable {
         switch now.status {
         case .delivered, .received, .incomplete: return .deliveredWithoutReply(partial: nil)
         case .failed, .expired, .cancelled: return .failed("\(now.status.rawValue) (the reason was said on the bus; tether watch shows it)")
-        case .queued, .sent: return .notDelivered(now.status.rank >= status.rank ? now.status : status)
+        case .queued, .sent, .accepted: return .notDelivered(now.status.rank >= status.rank ? now.status : status, detail: detail)
         }
     }
 }

@@ -171,11 +171,19 @@ struct Send: AsyncParsableCommand {
             print(TerminalSafe.visible(entry.content))
             noteAttribution(entry.attribution)
             say("delivered, but the reply is incomplete: \(entry.detail ?? "it was cut off")")
-        case .notDelivered(let status):
-            say(
-                status == .sent
-                    ? "not acknowledged within \(timeout) s: the message was sent and may have reached the gateway; Tether keeps waiting for its acknowledgement"
-                    : "not delivered within \(timeout) s (the message is queued; it will be sent when the gateway is reachable)")
+        case .notDelivered(let status, let detail):
+            switch status {
+            case .sent:
+                say(
+                    "not acknowledged within \(timeout) s: the message was sent and may have reached the gateway; Tether keeps waiting for its acknowledgement"
+                )
+            case .accepted:
+                say("not delivered within \(timeout) s: " + (detail ?? "accepted, waiting in the gateway's queue"))
+            default:
+                say(
+                    "not delivered within \(timeout) s: the message is queued"
+                        + (detail.map { ", \($0)" } ?? "; it is sent once Tether is connected to the gateway (tether status says why it is not)"))
+            }
         case .unconfirmed(let lastHeard):
             say(
                 "not confirmed within \(timeout) s, and tether-protod did not answer when asked: the message is in the outbox "

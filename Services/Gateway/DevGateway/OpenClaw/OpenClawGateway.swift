@@ -17,11 +17,20 @@ public struct OpenClawGatewaySettings: Sendable {
     public var dedupeWindow: Duration
     /// The largest frame it reads (`policy.maxPayload`).
     public var maximumPayload: Int
+    /// How long after a session's run ends the first message queued behind it runs (about a second).
+    public var followUpDelay: Duration
+    /// How many messages a busy session holds (20); beyond it the oldest are dropped.
+    public var queueCap: Int
+    /// The pause between the model's failed attempts, with the `modelFailure` fault (about 5 s).
+    public var modelRetryDelay: Duration
 
     public init(
         protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
-        maximumPayload: Int = 1 << 20
+        maximumPayload: Int = 1 << 20, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5)
     ) {
+        self.followUpDelay = followUpDelay
+        self.queueCap = max(1, queueCap)
+        self.modelRetryDelay = modelRetryDelay
         self.protocols = protocols
         self.tickInterval = tickInterval
         self.stateDirectory = stateDirectory
@@ -30,12 +39,16 @@ public struct OpenClawGatewaySettings: Sendable {
     }
 }
 
-/// The development gateway speaking OpenClaw's protocol (the subset a chat client uses):
-/// the challenge and a checked device signature, token auth, pairing with approval, scopes,
-/// `chat.send` with an in-memory idempotency cache (lost on restart), `chat` events for
-/// protocol 3 (cumulative text) and 4 (`deltaText`), `chat.history`, `chat.abort`,
-/// `sessions.list`, `health`, ticks, and event sequence numbers per connection (protocol 4)
-/// or one counter for all (a protocol-3-only gateway).
+/// The development gateway speaking OpenClaw's protocol (the subset a chat client uses), as
+/// the real gateway behaves on the wire (see docs/GATEWAY.md for each behaviour and its test):
+/// the challenge in the same write as the `101`, a checked device signature, token auth,
+/// pairing with approval, scopes, `chat.send` with an in-memory idempotency cache (lost on
+/// restart), a busy session's queue in memory (an empty `final` at once, follow-up turns under
+/// the gateway's own run ids, a cap of 20 with an overflow summary turn, all lost on restart),
+/// `chat` events for protocol 3 (cumulative text) and 4 (`deltaText`) beside `agent` events,
+/// canonical session keys in events, `chat.history`, `chat.abort`, `sessions.list`, `health`,
+/// ticks, and event sequence numbers: one counter for the whole gateway on protocol 3 (with
+/// events other clients see and this one may not), one per connection on protocol 4.
 actor OpenClawGateway {
     private let settings: OpenClawGatewaySettings
     private let token: String
@@ -47,6 +60,8 @@ actor OpenClawGateway {
     private let startedAt = Date()
 
     private var links: [Int: OpenClawLink] = [:]
+    /// The device the last admission paired, if it paired one.
+    private var newlyPaired: String?
     /// A protocol-3-only gateway numbers every broadcast once, for all connections.
     private var globalSequence = 0
     private var transcripts: [String: [ChatTranscriptMessage]] = [:]
@@ -56,12 +71,20 @@ actor OpenClawGateway {
     /// Finished runs by idempotency key, with when they finished: what a repeat is answered.
     private var finishedRuns: [String: (result: ChatSendResult, ok: Bool, at: Date)] = [:]
     private var activeRuns: [String: Run] = [:]
-    /// Each session's runs go one at a time.
-    private var sessionLanes: [String: Task<Void, Never>] = [:]
+    /// Messages sent while their session was busy, by canonical session key, oldest first: run
+    /// one at a time as follow-up turns once the session's run ends. In memory only.
+    private var queues: [String: [Queued]] = [:]
+    /// Messages a full queue dropped, by session: named in one summary turn after the rest ran.
+    private var overflow: [String: [Queued]] = [:]
 
     struct Run {
         var sessionKey: String
         var aborted = false
+    }
+
+    struct Queued {
+        var text: String
+        var at: Date
     }
 
     init(settings: OpenClawGatewaySettings, token: String, bot: DemoBot, record: GatewayRecord, faults: FaultSwitch, logger: Logger) throws {
@@ -128,7 +151,16 @@ actor OpenClawGateway {
                 "client connected",
                 metadata: ["gateway.connection": "\(link.connection)", "gateway.protocol": "\(hello.protocol)", "gateway.device": "\(deviceID)"])
             try? await link.write(codec.encode(.response(id: id, ok: true, payload: try? JSONValue(encoding: hello), error: nil)))
+            if let paired = newlyPaired { await pairingResolved(deviceID: paired, requestID: nil) }
         }
+    }
+
+    /// Tells the clients allowed to manage pairing that a device was paired: an event that
+    /// takes a number of the gateway's counter, which every other protocol-3 client sees as a gap.
+    private func pairingResolved(deviceID: String, requestID: String?) async {
+        var payload: [String: JSONValue] = ["deviceId": .string(deviceID), "decision": .string("approved"), "ts": .number(Double(Self.milliseconds(Date())))]
+        if let requestID { payload["requestId"] = .string(requestID) }
+        await broadcast(droppable: false, to: { $0.allows("operator.pairing") }) { _ in ("device.pair.resolved", .object(payload)) }
     }
 
     enum Admission {
@@ -140,6 +172,7 @@ actor OpenClawGateway {
     /// range, the client's origin, the token, the device signature over this connection's
     /// nonce, and pairing.
     private func admission(method: String, params: JSONValue?, link: OpenClawLink) -> Admission {
+        newlyPaired = nil
         guard method == "connect" else { return .refuse(Self.invalid("invalid handshake: first request must be connect"), .policyViolation) }
         guard let params, let connect = try? params.decode(ConnectParams.self) else {
             return .refuse(Self.invalid("invalid connect params: must have required properties"), .policyViolation)
@@ -199,11 +232,13 @@ actor OpenClawGateway {
                     GatewayErrorShape(code: "NOT_PAIRED", message: "pairing required", details: .object(["requestId": .string(requestID)])), .policyViolation)
             }
             issued = devices.pair(id: device.id, publicKey: device.publicKey)
+            newlyPaired = device.id
         }
         let version = min(connect.maxProtocol, settings.protocols.upperBound)
         let hello = HelloOk(
             protocol: version, server: HelloOk.Server(version: "tether-gateway-dev", connId: UUID().uuidString.lowercased()),
-            features: HelloOk.Features(methods: Self.methods, events: ["connect.challenge", "chat", "tick", "health", "presence", "shutdown"]),
+            features: HelloOk.Features(
+                methods: Self.methods, events: ["connect.challenge", "chat", "agent", "tick", "health", "presence", "shutdown", "device.pair.resolved"]),
             snapshot: HelloOk.Snapshot(
                 uptimeMs: Self.milliseconds(Date()) - Self.milliseconds(startedAt),
                 sessionDefaults: HelloOk.SessionDefaults(defaultAgentId: "main", mainKey: "main", mainSessionKey: Self.mainSessionKey, scope: "per-sender")),
@@ -217,10 +252,11 @@ actor OpenClawGateway {
     static let methods = ["health", "chat.send", "chat.history", "chat.abort", "sessions.list"]
 
     /// Approves a pending pairing request; the device's id, or nil when there is no such request.
-    func approve(requestID: String) -> String? {
+    func approve(requestID: String) async -> String? {
         guard let request = pairingRequests.removeValue(forKey: requestID) else { return nil }
         _ = devices.pair(id: request.id, publicKey: request.publicKey)
         logger.notice("device approved", metadata: ["gateway.device": "\(request.id)", "gateway.request": "\(requestID)"])
+        await pairingResolved(deviceID: request.id, requestID: requestID)
         return request.id
     }
 
@@ -240,7 +276,16 @@ actor OpenClawGateway {
         let answer: (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
         switch method {
         case "chat.send":
-            answer = await send(params, on: link)
+            let sent = await send(params, on: link)
+            answer = sent.answer
+            if let queued = sent.queued {
+                // A busy session's message: `started`, then at once a `final` with no message.
+                try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
+                await broadcast(droppable: false) { _ in
+                    ("chat", try? JSONValue(encoding: ChatEventPayload(runId: queued.runID, sessionKey: queued.sessionKey, seq: 1, state: .final)))
+                }
+                return
+            }
             let delay = faults.current.acknowledgementDelayMilliseconds
             if delay > 0 {
                 // The run has started; only its answer is late.
@@ -257,16 +302,18 @@ actor OpenClawGateway {
                 return await reply(id, Self.invalid("invalid chat.history params"), on: link)
             }
             let limit = min(max(params.limit ?? 200, 1), 1000)
-            let messages = Array((transcripts[params.sessionKey] ?? []).suffix(limit))
-            let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: sessionID(params.sessionKey), messages: messages)
+            let key = Self.canonical(params.sessionKey)
+            let messages = Array((transcripts[key] ?? []).suffix(limit))
+            // The key as the client sent it; an unknown session has no id.
+            let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
             answer = (true, try? JSONValue(encoding: result), nil)
         case "chat.abort":
             guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
             guard let params = try? params?.decode(ChatAbortParams.self) else { return await reply(id, Self.invalid("invalid chat.abort params"), on: link) }
-            if let runID = params.runId, let run = activeRuns[runID], run.sessionKey != params.sessionKey {
+            if let runID = params.runId, let run = activeRuns[runID], run.sessionKey != Self.canonical(params.sessionKey) {
                 return await reply(id, Self.invalid("runId does not match sessionKey"), on: link)
             }
-            let aborted = await abort(sessionKey: params.sessionKey, runID: params.runId, reason: "rpc")
+            let aborted = await abort(sessionKey: Self.canonical(params.sessionKey), echoing: params.sessionKey, runID: params.runId, reason: "rpc")
             answer = (true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil)
         case "sessions.list":
             guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
@@ -288,41 +335,108 @@ actor OpenClawGateway {
         try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: error)))
     }
 
-    /// `chat.send`: a new key starts a run; a key whose run is under way is `in_flight`; a
-    /// finished one within the window gets its cached answer; after the window or a restart,
-    /// a repeat starts a second run.
-    private func send(_ params: JSONValue?, on link: OpenClawLink) async -> (Bool, JSONValue?, GatewayErrorShape?) {
-        guard link.allows("operator.write") else { return (false, nil, Self.missingScope("operator.write")) }
+    /// `chat.send`: a new key starts a run, or, while the session is busy, waits in its queue;
+    /// a key whose run is under way is `in_flight`; a finished one within the window gets its
+    /// cached answer; after the window or a restart, a repeat is a new message.
+    private func send(
+        _ params: JSONValue?, on link: OpenClawLink
+    ) async -> (
+        answer: (Bool, JSONValue?, GatewayErrorShape?), queued: (runID: String, sessionKey: String)?
+    ) {
+        guard link.allows("operator.write") else { return ((false, nil, Self.missingScope("operator.write")), nil) }
         guard let send = try? params?.decode(ChatSendParams.self), !send.sessionKey.isEmpty, !send.idempotencyKey.isEmpty else {
-            return (false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey"))
+            return ((false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey")), nil)
         }
         let key = send.idempotencyKey
-        if activeRuns[key] != nil { return (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil) }
+        if activeRuns[key] != nil { return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil), nil) }
         if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.inSeconds {
             return (
-                finished.ok, try? JSONValue(encoding: finished.result),
-                finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed")
+                (
+                    finished.ok, try? JSONValue(encoding: finished.result),
+                    finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed")
+                ), nil
             )
         }
         let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { return (false, nil, Self.invalid("message or attachment required")) }
+        guard !text.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil) }
+        let session = Self.canonical(send.sessionKey)
         if text == "/stop" {
-            let aborted = await abort(sessionKey: send.sessionKey, runID: nil, reason: "stop")
-            return (true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil)
+            let aborted = await abort(sessionKey: session, echoing: send.sessionKey, runID: nil, reason: "stop")
+            return ((true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil), nil)
         }
         _ = await record.add(id: key, content: send.message, connection: link.connection, keepingRepeats: true)
-        append(ChatTranscriptMessage(role: "user", text: send.message, timestamp: Self.milliseconds(Date())), to: send.sessionKey)
-        activeRuns[key] = Run(sessionKey: send.sessionKey)
-        let previous = sessionLanes[send.sessionKey]
-        sessionLanes[send.sessionKey] = Task {
-            await previous?.value
-            await self.run(key, message: send.message, sessionKey: send.sessionKey)
+        let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
+        if isBusy(session) {
+            enqueue(Queued(text: send.message, at: Date()), in: session)
+            finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
+            return (started, (key, session))
         }
-        return (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), nil)
+        start(key, message: send.message, sessionKey: session)
+        return (started, nil)
     }
 
-    /// Streams the bot's reply as `chat` deltas, then the final (unless aborted meanwhile).
+    /// A session is busy while a run of it goes on, or messages wait to follow it.
+    private func isBusy(_ session: String) -> Bool {
+        activeRuns.values.contains { $0.sessionKey == session } || queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false
+    }
+
+    /// Queues a message behind the session's run; past the cap the oldest is dropped.
+    private func enqueue(_ message: Queued, in session: String) {
+        var queue = queues[session] ?? []
+        queue.append(message)
+        if queue.count > settings.queueCap {
+            let dropped = queue.prefix(queue.count - settings.queueCap)
+            overflow[session, default: []].append(contentsOf: dropped)
+            queue.removeFirst(dropped.count)
+            logger.notice("queue overflow", metadata: ["gateway.session": "\(session)", "gateway.dropped": "\(overflow[session]?.count ?? 0)"])
+        }
+        queues[session] = queue
+    }
+
+    /// Starts a run: its user entry joins the transcript as its turn starts.
+    private func start(_ runID: String, message: String, sessionKey: String) {
+        activeRuns[runID] = Run(sessionKey: sessionKey)
+        append(ChatTranscriptMessage(role: "user", text: message, timestamp: Self.milliseconds(Date())), to: sessionKey)
+        Task {
+            await self.run(runID, message: message, sessionKey: sessionKey)
+            await self.runEnded(in: sessionKey)
+        }
+    }
+
+    /// After a session's run ends, what waited behind it runs, one message a turn under a run
+    /// id of the gateway's own; then, if the queue overflowed, one turn that summarises what it dropped.
+    private func runEnded(in session: String) async {
+        guard queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false else { return }
+        try? await Task.sleep(for: settings.followUpDelay)
+        guard !activeRuns.values.contains(where: { $0.sessionKey == session }) else { return }
+        let turn: String
+        if var queue = queues[session], !queue.isEmpty {
+            turn = queue.removeFirst().text
+            queues[session] = queue.isEmpty ? nil : queue
+        } else if let dropped = overflow.removeValue(forKey: session) {
+            turn = Self.overflowSummary(dropped)
+        } else {
+            return
+        }
+        start(UUID().uuidString.lowercased(), message: turn, sessionKey: session)
+    }
+
+    /// The user entry of the turn after an overflowing queue ran: the gateway's own words.
+    static func overflowSummary(_ dropped: [Queued]) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE yyyy-MM-dd HH:mm 'UTC'"
+        let lines = dropped.map { "- [\(formatter.string(from: $0.at))] \($0.text)" }.joined(separator: "\n")
+        return "[Queued messages while agent was busy]\n\n[Queue overflow] Dropped \(dropped.count) messages due to cap.\nSummary:\n\(lines)"
+    }
+
+    /// Streams the bot's reply as `chat` deltas beside `agent` events, then the final (unless
+    /// aborted meanwhile); with the `modelFailure` fault, the model fails every attempt and no
+    /// `chat` event is sent at all.
     private func run(_ runID: String, message: String, sessionKey: String) async {
+        await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
+        if faults.current.modelFailure { return await failModel(runID, sessionKey: sessionKey) }
         let reply = bot.reply(to: message)
         var text = ""
         var runSequence = 0
@@ -332,6 +446,7 @@ actor OpenClawGateway {
             text += piece
             runSequence += 1
             let cumulative = text
+            await agentEvent(runID, sessionKey: sessionKey, stream: "assistant", data: ["text": .string(cumulative), "delta": .string(piece)])
             await broadcast(droppable: true) { version in
                 let payload = ChatEventPayload(
                     runId: runID, sessionKey: sessionKey, seq: runSequence, state: .delta,
@@ -346,19 +461,53 @@ actor OpenClawGateway {
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
         expireFinishedRuns()
+        await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("end")])
         await broadcast(droppable: false) { _ in
             ("chat", try? JSONValue(encoding: ChatEventPayload(runId: runID, sessionKey: sessionKey, seq: runSequence + 1, state: .final, message: final)))
         }
     }
 
-    /// Aborts a run, or every run of the session; the aborted run ids.
-    private func abort(sessionKey: String, runID: String?, reason: String) async -> [String] {
+    /// The model fails four times, a lifecycle error each (and an empty assistant entry with
+    /// the error in the transcript), `modelRetryDelay` apart; then the gateway goes quiet and
+    /// the run is over: no `chat` event says so.
+    private func failModel(_ runID: String, sessionKey: String) async {
+        let error = "500 Internal Server Error: the model is unavailable (fault injection)"
+        for attempt in 1...4 {
+            if attempt > 1 { try? await Task.sleep(for: settings.modelRetryDelay) }
+            guard activeRuns[runID]?.aborted == false else { return }
+            append(
+                ChatTranscriptMessage(role: "assistant", text: "", timestamp: Self.milliseconds(Date()), stopReason: "error", errorMessage: error),
+                to: sessionKey)
+            await agentEvent(
+                runID, sessionKey: sessionKey, stream: "lifecycle",
+                data: ["phase": .string("error"), "error": .string(error), "livenessState": .string("blocked")])
+        }
+        activeRuns[runID] = nil
+        finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
+        logger.notice("the model failed (fault injection)", metadata: ["gateway.run": "\(runID)"])
+    }
+
+    private func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
+        let ts = Double(Self.milliseconds(Date()))
+        await broadcast(droppable: false) { _ in
+            (
+                "agent",
+                .object([
+                    "runId": .string(runID), "stream": .string(stream), "ts": .number(ts), "data": .object(data), "sessionKey": .string(sessionKey),
+                ])
+            )
+        }
+    }
+
+    /// Aborts a run, or every run of the session; the aborted run ids. The `aborted` event
+    /// echoes the session key as the client sent it.
+    private func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
         let chosen = activeRuns.filter { $0.value.sessionKey == sessionKey && (runID == nil || $0.key == runID) }.map(\.key).sorted()
         for id in chosen {
             activeRuns[id] = nil
             finishedRuns[id] = (ChatSendResult(runId: id, status: "ok"), true, Date())
             await broadcast(droppable: false) { _ in
-                ("chat", try? JSONValue(encoding: ChatEventPayload(runId: id, sessionKey: sessionKey, seq: nil, state: .aborted, stopReason: reason)))
+                ("chat", try? JSONValue(encoding: ChatEventPayload(runId: id, sessionKey: requested, seq: nil, state: .aborted, stopReason: reason)))
             }
         }
         return chosen
@@ -371,10 +520,11 @@ actor OpenClawGateway {
         await broadcast(droppable: false) { _ in ("tick", .object(["ts": .number(Double(now))])) }
     }
 
-    /// Sends an event to every connected client, numbered per connection (or once for all on
-    /// a protocol-3-only gateway); a droppable one is left out for a connection the
-    /// `dropDeltaFraction` fault picks, which then sees a gap.
-    private func broadcast(droppable: Bool, _ event: (Int) -> (String, JSONValue?)) async {
+    /// Sends an event to the connected clients `audience` admits (every one by default). The
+    /// gateway's counter counts every event: a protocol-3 client sees its number, and a gap
+    /// for each event it was not sent; a protocol-4 client has a counter of its own. A
+    /// droppable event is left out for a connection the `dropDeltaFraction` fault picks.
+    private func broadcast(droppable: Bool, to audience: (OpenClawLink) -> Bool = { _ in true }, _ event: (Int) -> (String, JSONValue?)) async {
         let current = faults.current
         let skip = current.skipSequence
         if skip {
@@ -382,11 +532,10 @@ actor OpenClawGateway {
             cleared.skipSequence = false
             faults.set(cleared)
         }
-        let global = settings.protocols.upperBound < 4
-        if global { globalSequence += skip ? 2 : 1 }
+        globalSequence += skip ? 2 : 1
         for link in links.values.sorted(by: { $0.connection < $1.connection }) {
-            guard let version = link.protocolVersion else { continue }
-            let sequence = global ? globalSequence : link.nextSequence(skip: skip)
+            guard let version = link.protocolVersion, audience(link) else { continue }
+            let sequence = version < 4 ? globalSequence : link.nextSequence(skip: skip)
             if droppable, current.dropDeltaFraction > 0, Double.random(in: 0..<1) < current.dropDeltaFraction { continue }
             let (name, payload) = event(version)
             do {
@@ -432,7 +581,9 @@ actor OpenClawGateway {
             guard let keyData = Base64URL.decode(encoded), let key = String(data: keyData, encoding: .utf8),
                 let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)
             else { continue }
-            transcripts[key] = text.split(separator: "\n").compactMap { try? JSONDecoder().decode(ChatTranscriptMessage.self, from: Data($0.utf8)) }
+            transcripts[canonical(key), default: []] += text.split(separator: "\n").compactMap {
+                try? JSONDecoder().decode(ChatTranscriptMessage.self, from: Data($0.utf8))
+            }
         }
         return transcripts
     }
@@ -448,6 +599,9 @@ actor OpenClawGateway {
     // MARK: Helpers
 
     static func milliseconds(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// A session key in the form events carry it (`side` is `agent:main:side`).
+    static func canonical(_ key: String) -> String { OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) }
 
     static func invalid(_ message: String) -> GatewayErrorShape { GatewayErrorShape(code: "INVALID_REQUEST", message: message) }
 

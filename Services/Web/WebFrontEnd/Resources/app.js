@@ -57,7 +57,7 @@ function pending() {
 }
 function setPending(messages) { localStorage.setItem(PENDING_KEY, JSON.stringify(messages)); }
 
-const MARKS = { queued: "… queued", sent: "✓ sent", delivered: "✓✓ delivered", failed: "✗ failed", expired: "✗ expired",
+const MARKS = { queued: "… queued", sent: "✓ sent", accepted: "✓ accepted, waiting in the gateway's queue", delivered: "✓✓ delivered", failed: "✗ failed", expired: "✗ expired",
   cancelled: "✗ cancelled", sending: "… sending" };
 
 function render() {
@@ -102,7 +102,7 @@ function item(entry, streaming) {
   return li;
 }
 
-const RANK = { sending: 0, queued: 1, sent: 2, delivered: 3, received: 3, failed: 4, expired: 4, cancelled: 4, incomplete: 4 };
+const RANK = { sending: 0, queued: 1, sent: 2, accepted: 2.5, delivered: 3, received: 3, failed: 4, expired: 4, cancelled: 4, incomplete: 4 };
 
 function applyEntry(entry) {
   if (entry.revision && entry.revision <= revision && entries.has(entry.id.value)) return;

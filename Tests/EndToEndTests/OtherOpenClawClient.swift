@@ -1,0 +1,86 @@
+import Foundation
+import NIOHTTP1
+import OpenClawWire
+import Synchronization
+import TetherTesting
+
+@testable import ConnectionManager
+
+/// Another client of the same OpenClaw gateway, with a device of its own, as another person's
+/// terminal or phone would be: it connects (a new device, so the gateway pairs it), sends
+/// `chat.send` into a session, and keeps every frame it receives.
+final class OtherOpenClawClient: Sendable {
+    private let outgoing: AsyncStream<String>.Continuation
+    private let shared = Shared()
+    private let task: Task<Void, any Error>
+    private let codec = OpenClawCodec()
+
+    private struct State {
+        var ready = false
+        var ended = false
+        var received: [String] = []
+        var sent = 0
+    }
+
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+    }
+
+    /// Connects to the gateway on `port` with the shared `token`; returns once the handshake is done.
+    init(port: Int, token: String) async throws {
+        let url = "ws://127.0.0.1:\(port)"
+        let (stream, continuation) = AsyncStream<String>.makeStream()
+        outgoing = continuation
+        let shared = self.shared
+        task = Task {
+            defer { shared.state.withLock { $0.ended = true } }
+            _ = try await GatewaySocket.connect(url: url, headers: [:], tls: nil, maximumMessageSize: 1 << 24, deadline: .seconds(5)) { connection in
+                var messages = connection.messages.makeAsyncIterator()
+                let handshake = OpenClawHandshake(identity: DeviceIdentity(), instanceID: UUID().uuidString)
+                let result = await OpenClawConnect.run(
+                    handshake, on: connection, messages: &messages, required: true, url: url, token: token, deviceToken: nil)
+                guard case .ready = result else { return }
+                shared.state.withLock { $0.ready = true }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for await text in stream { try await connection.write(text: text) }
+                    }
+                    while let inbound = await messages.next() {
+                        if case .text(let text) = inbound { shared.state.withLock { $0.received.append(text) } }
+                    }
+                    group.cancelAll()
+                }
+            }
+        }
+        let ready = await eventually(timeout: .seconds(15)) { shared.state.withLock { $0.ready || $0.ended } }
+        guard ready, shared.state.withLock({ $0.ready }) else {
+            stop()
+            throw TestFailure("the other client did not connect to \(url)")
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Sends `text` into `session` with a new idempotency key; returns the key.
+    @discardableResult
+    func send(_ text: String, session: String = "agent:main:main") -> String {
+        let key = UUID().uuidString.lowercased()
+        let number = shared.state.withLock { state in
+            state.sent += 1
+            return state.sent
+        }
+        outgoing.yield(
+            codec.request(id: "other-\(number)", method: "chat.send", params: ChatSendParams(sessionKey: session, message: text, idempotencyKey: key)))
+        return key
+    }
+
+    /// Every frame received so far, decoded.
+    var frames: [OpenClawFrame] { shared.state.withLock { $0.received }.compactMap { try? codec.decode($0) } }
+
+    func stop() {
+        outgoing.finish()
+        task.cancel()
+    }
+}
