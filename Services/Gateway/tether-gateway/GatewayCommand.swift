@@ -85,6 +85,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: how many messages a busy session holds; beyond it the oldest are dropped.")
     var queueCap = 20
 
+    @Option(help: "OpenClaw: seconds after a session's run ends before the first message queued behind it runs.")
+    var followUpDelay: Double = 1
+
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
@@ -135,7 +138,9 @@ struct Serve: AsyncParsableCommand {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
         guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
-        guard modelRetryDelay >= 0, queueCap >= 1 else { throw ValidationError("--model-retry-delay must not be negative and --queue-cap at least 1") }
+        guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1 else {
+            throw ValidationError("--model-retry-delay and --follow-up-delay must not be negative, and --queue-cap must be at least 1")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
@@ -161,7 +166,7 @@ struct Serve: AsyncParsableCommand {
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .milliseconds(Int(tickInterval * 1000)), stateDirectory: stateDir,
-                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000)), queueCap: queueCap,
+                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000)), followUpDelay: .milliseconds(Int(followUpDelay * 1000)), queueCap: queueCap,
                     modelRetryDelay: .milliseconds(Int(modelRetryDelay * 1000))) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)

@@ -48,20 +48,16 @@ public struct DeliveryStateMachine: Sendable {
         public var streamInterval: TimeInterval
         /// OpenClaw: the session to chat in; nil or `main` is the gateway's main session.
         public var sessionKey: String?
-        /// OpenClaw: at most this many messages are written and not yet acknowledged at once,
-        /// so that what a reconnect leaves unknown is always within one history lookup.
-        public var sendWindow: Int
         /// OpenClaw: how many transcript messages a history lookup asks for.
         public var historyLimit: Int
 
         public init(
             maximumQueued: Int = 100, expiry: TimeInterval = 3600, probeAfter: TimeInterval = 2, probeDeadline: TimeInterval = 2,
-            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05, sessionKey: String? = nil, sendWindow: Int = 32,
-            historyLimit: Int = 100, whenFull: OverflowPolicy = .refuse
+            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05, sessionKey: String? = nil, historyLimit: Int = 100,
+            whenFull: OverflowPolicy = .refuse
         ) {
             self.whenFull = whenFull
             self.sessionKey = sessionKey
-            self.sendWindow = max(1, sendWindow)
             self.historyLimit = min(1000, max(10, historyLimit))
             self.maximumQueued = max(1, maximumQueued)
             self.expiry = expiry
@@ -652,7 +648,6 @@ public struct DeliveryStateMachine: Sendable {
             settle(tooLarge, as: .failed, into: &actions) { _ in "too large for the gateway: it reads frames of at most \(limit) bytes" }
         }
         var written: [String] = []
-        var inFlight = pending.count { $0.writtenOn == open.id }
         for index in pending.indices where pending[index].writtenOn != open.id {
             let message = pending[index]
             switch open.dialect {
@@ -661,13 +656,13 @@ public struct DeliveryStateMachine: Sendable {
                 guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
                 write(data, on: open.epoch, into: &actions)
             case .openClaw(let link):
-                // One run at a time in a session: the rest waits for the reply in progress.
+                // One run at a time in a session, and one message written and unanswered at a
+                // time: the rest waits for the reply in progress, and what a reconnect leaves
+                // unknown is always one message.
                 guard !openClawSessionBusy(on: open) else {
                     holdBehindRun(index, into: &actions)
                     continue
                 }
-                guard inFlight < settings.sendWindow else { continue }
-                inFlight += 1
                 write(link.sendRequest(message), on: open.epoch, into: &actions)
                 pending[index].place = .written
             }

@@ -45,9 +45,6 @@ struct ProtodCommand: AsyncParsableCommand {
     @Option(help: "OpenClaw: the session to chat in (default: the gateway's main session; `main` means it too).")
     var session: String?
 
-    @Option(help: "OpenClaw: at most this many messages written and not yet acknowledged at once.")
-    var sendWindow = 32
-
     @Option(
         help:
             "Seconds a reply may stop growing on a live connection before it is marked incomplete (the seed dialect; OpenClaw runs end by the gateway's word).")
@@ -69,7 +66,7 @@ struct ProtodCommand: AsyncParsableCommand {
             defaultRetry: RetryPolicy.named(retry) ?? .default,
             delivery: .init(
                 maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall,
-                sessionKey: session, sendWindow: sendWindow, whenFull: OverflowPolicy(rawValue: whenFull) ?? .refuse))
+                sessionKey: session, whenFull: OverflowPolicy(rawValue: whenFull) ?? .refuse))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
             let (outbox, outboxReplaced) = try await Outbox.openChecked(path: path)

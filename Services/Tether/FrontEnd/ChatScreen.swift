@@ -240,14 +240,15 @@ public struct ChatScreen: Sendable {
         case .user:
             return "You: \(entry.content)  \(entry.status.mark)"
         case .bot(let name):
-            return "\(name.isEmpty ? "Bot" : name): \(entry.content)" + (entry.status == .incomplete ? "  ✗ cut off" : "")
+            return "\(name.isEmpty ? "Bot" : name): \(entry.content)"
+                + (entry.status == .incomplete ? "  ✗ incomplete" + (entry.detail.map { ": \($0)" } ?? "") : "")
         }
     }
 
     private func statusLine(scrolled offset: Int) -> String {
         if let notice { return notice }
         var parts: [String] = []
-        if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…") }
+        if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…" + (bot.detail.map { " (\($0))" } ?? "")) }
         if let connection { parts.append(connection.phase == .connected ? "Connected" : connection.phase.words) }
         if let key = session?.sessionKey { parts.append("session \(key)") }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }

@@ -160,6 +160,7 @@ public struct PlainAnnouncer: Sendable {
     private var banner = Banner()
     private var network: NetworkPath?
     private var botState: BotState?
+    private var botDetail: String?
     private var session: String?
     private var storage = StorageNotices()
     private let formatter = TranscriptFormatter()
@@ -199,9 +200,12 @@ public struct PlainAnnouncer: Sendable {
             session = key
             return ["Session: \(key)."]
         case .botState:
-            guard let activity = try? message.decode(BotActivity.self), activity.state != botState else { return [] }
+            guard let activity = try? message.decode(BotActivity.self), activity.state != botState || activity.detail != botDetail else { return [] }
             botState = activity.state
-            return activity.state == .idle ? [] : ["\(activity.botName) is \(activity.state.rawValue)…"]
+            botDetail = activity.detail
+            // Idle is said only with a reason (a reply that ended incomplete says so itself).
+            guard activity.state != .idle else { return [] }
+            return ["\(activity.botName) is \(activity.state.rawValue)…" + (activity.detail.map { " (\($0))" } ?? "")]
         case .storage:
             guard let report = try? message.decode(StorageReport.self) else { return [] }
             return storage.apply(report).map { "Storage: \($0)" }

@@ -90,7 +90,11 @@ public struct StatusReport: Sendable, Codable {
         if programs.isEmpty { lines.append("(no program answered on the bus)") }
         lines.append("")
         if let connection {
-            var words = "connection: \(connection.words) \(connection.url) (epoch \(connection.epoch))"
+            // The words on the bus are the terminal UI's ("press r"); here the way forward is a command.
+            let stated =
+                connection.phase == .failed && connection.failure != .pairingRequired
+                ? "Connection lost — tether reconnect tries again" + (connection.failure.map { " (\($0.advice))" } ?? "") : connection.words
+            var words = "connection: \(stated) \(connection.url) (epoch \(connection.epoch))"
             if connection.attempt > 0 { words += ", attempt \(connection.attempt)" }
             if let next = connection.nextAttemptAt { words += ", next in \(String(format: "%.1f", max(0, next.timeIntervalSince(now)))) s" }
             if let error = connection.lastError, connection.phase != .connected { words += "\n  last error: \(error)" }

@@ -18,7 +18,7 @@ public struct TranscriptFormatter: Sendable {
         case .user:
             return "\(time) you: \(entry.content) [\(entry.status.rawValue)]"
         case .bot(let name):
-            let suffix = entry.status == .incomplete ? " [incomplete]" : ""
+            let suffix = entry.status == .incomplete ? " [incomplete" + (entry.detail.map { ": \($0)" } ?? "") + "]" : ""
             return "\(time) \(name.isEmpty ? "bot" : name): \(entry.content)\(suffix)"
         }
     }

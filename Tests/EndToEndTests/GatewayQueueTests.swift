@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import Testing
+import TetherBus
+import TetherSchema
+import TetherTesting
+import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A message of Tether's in the gateway's own queue, in memory: what a crash or the queue's cap
+/// of 20 does to it, and what Tether says. Tether writes nothing while a run is under way in the
+/// session, so the test puts one there the way a race does: connd is paused with Tether's
+/// message in hand while another client's run starts, and goes on once the gateway is busy.
+@Suite(.serialized) struct GatewayQueueTests {
+    struct Scene {
+        let set: ComposedSet
+        let bus: BusClient
+        let other: OtherOpenClawClient
+        let deliveries: BusRecorder<DeliveryUpdate>
+        /// `tether send` of the message that waits in the gateway's queue.
+        let send: ChildProcess
+        let text: String
+    }
+
+    /// The set, another client, and Tether's message waiting in the gateway's queue behind that
+    /// client's run.
+    static func queuedBehindAnotherRun(environment: [String: String] = [:]) async throws -> Scene {
+        let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_CHUNK_DELAY": "60"].merging(environment) { $1 })
+        let bus = try BusClient(source: "gateway-queue-test", runDirectory: set.run.runDirectory, logger: Logger(label: "gateway-queue-test"))
+        let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
+        let other = try await OtherOpenClawClient(port: set.port, token: try set.gatewayToken)
+        let connd = try #require(set.pid(of: "connd"))
+        kill(connd, SIGSTOP)
+        let text = "waiting in the gateway's queue"
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "120", "--run-dir", set.run.path] + text.split(separator: " ").map(String.init),
+            outputDirectory: set.run.path, name: "send")
+        let written = await eventually { await deliveries.entries.contains { $0.value.status == .sent } }
+        #expect(written, "protod did not write the message")
+        other.send((1...40).map { "word\($0)" }.joined(separator: " "))
+        try await Task.sleep(for: .milliseconds(500))
+        kill(connd, SIGCONT)
+        let accepted = await eventually(timeout: .seconds(15)) { await deliveries.entries.contains { $0.value.status == .accepted } }
+        let seen = await deliveries.entries.map { "\($0.value.status)" }
+        #expect(accepted, "the message never waited in the gateway's queue: \(seen)")
+        return Scene(set: set, bus: bus, other: other, deliveries: deliveries, send: send, text: text)
+    }
+
+    /// Whether a delivered mark was said for a message whose text the gateway's transcript lacks.
+    static func deliveredButMissing(_ scene: Scene) async -> Bool {
+        let delivered = await scene.deliveries.entries.contains { $0.value.status == .delivered }
+        let stored = scene.set.openClawTranscript().contains { $0.role == "user" && $0.text == scene.text }
+        return delivered && !stored
+    }
+
+    @Test func theGatewayKilledWithTetherMessageInItsQueueLosesItAndTetherWritesItAgain() async throws {
+        let scene = try await Self.queuedBehindAnotherRun()
+        defer { scene.set.stop() }
+        let untrueBefore = await Self.deliveredButMissing(scene)
+        #expect(!untrueBefore, "said delivered while the gateway's transcript lacks it")
+        #expect(try await scene.set.killAndAwaitRestart("gateway"))
+        let status = try scene.send.waitForExit(timeout: .seconds(130))
+        #expect(status == 0 && scene.send.standardOutput == "You said: \(scene.text)\n", "exit \(status): \(scene.send.standardError)")
+        let stored = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text == scene.text }.count
+        #expect(stored == 1, "\(stored) times in the gateway's transcript")
+        let untrue = await Self.deliveredButMissing(scene)
+        #expect(!untrue, "said delivered while the gateway's transcript lacks it")
+        scene.other.stop()
+        await scene.bus.close()
+    }
+
+    @Test func aMessageTheFullQueueDroppedIsSaidDroppedAndNeverDelivered() async throws {
+        let scene = try await Self.queuedBehindAnotherRun(environment: ["TETHER_GATEWAY_FOLLOW_UP": "0.1"])
+        defer { scene.set.stop() }
+        // Twenty more behind it: the queue keeps 20, the oldest (Tether's) is dropped.
+        for index in 1...20 { scene.other.send("q\(index)") }
+        let status = try scene.send.waitForExit(timeout: .seconds(130))
+        #expect(status == 1, "exit \(status): \(scene.send.standardOutput) \(scene.send.standardError)")
+        #expect(scene.send.standardError.contains("dropped by the gateway"), "\(scene.send.standardError)")
+        let delivered = await scene.deliveries.entries.contains { $0.value.status == .delivered }
+        #expect(!delivered, "said delivered")
+        let summary = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text.contains("[Queue overflow] Dropped 1 messages due to cap.") }
+        #expect(summary.count == 1 && summary.first?.text.hasSuffix("] \(scene.text)") == true, "\(summary)")
+        scene.other.stop()
+        await scene.bus.close()
+    }
+
+    @Test func theGatewayKilledWithItsQueueOverItsCapLosesNothingTetherSaidDelivered() async throws {
+        let scene = try await Self.queuedBehindAnotherRun()
+        defer { scene.set.stop() }
+        for index in 1...20 { scene.other.send("q\(index)") }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await scene.set.killAndAwaitRestart("gateway"))
+        let status = try scene.send.waitForExit(timeout: .seconds(130))
+        #expect(status == 0 && scene.send.standardOutput == "You said: \(scene.text)\n", "exit \(status): \(scene.send.standardError)")
+        let stored = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text == scene.text }.count
+        #expect(stored == 1, "\(stored) times in the gateway's transcript")
+        let untrue = await Self.deliveredButMissing(scene)
+        #expect(!untrue, "said delivered while the gateway's transcript lacks it")
+        scene.other.stop()
+        await scene.bus.close()
+    }
+}
