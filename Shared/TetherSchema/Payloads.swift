@@ -203,6 +203,9 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     public var clockOffsetMilliseconds: Int?
     /// The OpenClaw device id Tether connected as.
     public var deviceID: String?
+    /// OpenClaw: connected with the token the gateway issued to this device, because it
+    /// refused the shared token (the token file needs the gateway's new token).
+    public var connectedWithDeviceToken: Bool?
 
     public init(
         dialect: WireDialect, protocolVersion: Int? = nil, serverVersion: String? = nil, serverConnectionID: String? = nil,

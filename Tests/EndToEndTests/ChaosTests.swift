@@ -60,7 +60,14 @@ import Glibc
         let environment =
             strict
             ? ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true}"#, "TETHER_CHUNK_DELAY": "5"]
-            : gateway == "openclaw" ? ["TETHER_DIALECT": "openclaw"] : [:]
+            : gateway == "openclaw"
+                // As the real gateway (protocol 3): one event counter for the whole gateway, a
+                // busy session's queue, and a model that fails one run in twenty (each failure
+                // holds the next message back until the gateway says it gave up).
+                ? [
+                    "TETHER_DIALECT": "openclaw", "TETHER_GATEWAY_PROTOCOLS": "3", "TETHER_GATEWAY_FAULTS": #"{"modelFailureFraction": 0.05}"#,
+                    "TETHER_GATEWAY_MODEL_RETRY": "0.1", "TETHER_CHUNK_DELAY": "5",
+                ] : [:]
         let set = try await ComposedSet(environment: environment.merging(["TETHER_RECONNECT_PRESET": "aggressive"]) { $1 }, namespace: namespace)
         defer { set.stop() }
         // Packets to and from the gateway's port lost and blackholed, where nftables works.
@@ -86,12 +93,14 @@ import Glibc
         let client = try BusClient(source: "chaos", runDirectory: set.run.runDirectory, logger: Logger(label: "chaos"))
         let sender = ChaosSender(client: client)
 
+        // OpenClaw runs one message at a time, each after the reply before it: five a second.
+        let interval = Duration.milliseconds(gateway == "openclaw" ? 200 : 100)
         let sending = Task {
             var index = 0
             while !Task.isCancelled {
                 index += 1
                 await sender.send(id: "chaos-\(index)")
-                try? await Task.sleep(for: .milliseconds(100))
+                try? await Task.sleep(for: interval)
             }
         }
         var faults: [String: Int] = [:]

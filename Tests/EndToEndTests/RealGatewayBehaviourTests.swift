@@ -111,3 +111,27 @@ import Glibc
         #expect(replied + inWords.count == 30)
     }
 }
+
+extension RealGatewayBehaviourTests {
+    /// Rotating the gateway's shared token is no outage for a device the gateway issued a token
+    /// to: the gateway says `retry_with_device_token`, connd connects with that token, and says so.
+    @Test func aRotatedSharedTokenFallsBackToTheDeviceToken() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3")
+        defer { set.stop() }
+        #expect(try set.tether(["send", "before", "the", "rotation"]).status == 0)
+        let bus = try Self.client(set)
+        let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
+        try await postToGateway(port: set.port, token: try set.gatewayToken, path: "/admin/token", #"{"token": "the-gateway-s-new-token"}"#)
+        let rotatedAt = ContinuousClock.now
+        #expect(try set.tether(["reconnect"]).status == 0)
+        let connected = try await states.waitFor(timeout: .seconds(20), since: rotatedAt) {
+            $0.phase == .connected && $0.gateway?.connectedWithDeviceToken == true
+        }
+        #expect(connected.value.failure == nil)
+        let status = try set.tether(["status"])
+        #expect(status.standardOutput.contains("connected with this device's token: the gateway refused the shared token"), "\(status.standardOutput)")
+        let send = try set.tether(["send", "after", "the", "rotation"])
+        #expect(send.status == 0 && send.standardOutput == "You said: after the rotation\n", "\(send.standardError)")
+        await bus.close()
+    }
+}

@@ -36,6 +36,7 @@ import TetherWire
                 case .chatMessage(let envelope)?: written[connections[frame.epoch ?? 0] ?? "?", default: []].append(envelope.payload.id.value)
                 case .ping?: pings += 1
                 case .sessionResume?: resumes += 1
+                case nil: Issue.record("a frame that does not decode: \(frame.text)")
                 default: break
                 }
             }

@@ -96,6 +96,29 @@ extension OpenClawDeliveryTests {
         #expect(driver.botStates.last == .idle)
     }
 
+    /// The gateway says nothing when it gives up on a failing model; asking with the message's
+    /// key says it: `in_flight` while it retries, `ok` once the run ended.
+    @Test func aFailingRunIsAskedAfterWhetherItGoesOnAndEndsWhenTheGatewayGaveUp() throws {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 30, streamInterval: 0))
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started, at: 0.2)
+        driver.now = 1
+        driver.agent("m1", stream: "lifecycle", ["phase": .string("error"), "error": .string("500")], on: "c1")
+        driver.handle(.tick, at: 3.1)
+        let asks = (driver.requests["c1"] ?? []).filter { $0.id == "ask:m1" }
+        #expect(asks.count == 1 && asks.first?.method == "chat.send" && asks.first?.params?["idempotencyKey"]?.stringValue == "m1")
+        driver.respond("ask:m1", try? JSONValue(encoding: ChatSendResult(runId: "m1", status: "in_flight")), at: 3.2)
+        #expect(driver.entries { $0.id.value == "m1:reply" }.isEmpty, "ended while the gateway retries")
+        driver.handle(.tick, at: 5.3)
+        #expect((driver.requests["c1"] ?? []).count { $0.id == "ask:m1" } == 2)
+        driver.respond("ask:m1", try? JSONValue(encoding: ChatSendResult(runId: "m1", status: "ok")), at: 5.4)
+        let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
+        #expect(reply.status == .incomplete && reply.detail == "the model failed: 500; the gateway gave up")
+        #expect(driver.botStates.last == .idle)
+    }
+
     @Test func aReplyThatStopsIsIncompleteAfterTheStallOnOpenClawToo() throws {
         var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 10, streamInterval: 0))
         driver.connect("c1", epoch: 1, at: 0)

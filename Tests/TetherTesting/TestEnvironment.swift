@@ -122,10 +122,17 @@ public func eventually(
 /// Sends `method` to a development gateway's fault switches (`/admin/faults`) with a JSON
 /// body; throws unless the gateway answers 200.
 public func setGatewayFaults(port: Int, token: String, _ json: String, method: String = "POST") async throws {
-    var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/admin/faults")!)
+    try await postToGateway(port: port, token: token, path: "/admin/faults", json, method: method)
+}
+
+/// Sends `json` to one of the development gateway's admin endpoints with its token; throws
+/// unless it answers 2xx.
+public func postToGateway(port: Int, token: String, path: String, _ json: String, method: String = "POST") async throws {
+    var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
     request.httpMethod = method
     request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     request.httpBody = Data(json.utf8)
     let (_, response) = try await URLSession.shared.data(for: request)
-    guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw TestFailure("the gateway refused the faults \(json)") }
+    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+    guard (200..<300).contains(status) else { throw TestFailure("the gateway answered \(status) to \(method) \(path) \(json)") }
 }

@@ -161,6 +161,9 @@ actor ConnectionDriver {
     private var gateway: GatewayInfo?
     /// The OpenClaw signature to send: v3, or v2 for a gateway that refused v3.
     private var signatureVersion = DeviceSignedPayload.Version.v3
+    /// OpenClaw: the shared token the gateway refused while a device token it issued is
+    /// stored: connd connects with the device token instead, until the token file changes.
+    private var sharedTokenRefused: String?
 
     init(bus: any Bus, configuration: ConnectionConfiguration, lifecycle: LifecycleSettings, phase: ConnectionPhaseBox, logger: Logger) {
         self.bus = bus
@@ -376,6 +379,9 @@ actor ConnectionDriver {
         let url = configuration.url
         let dialect = configuration.dialect
         let deviceToken = configuration.deviceKeys.deviceToken(url: url)
+        // The shared token was refused and this device holds a token of its own: that one.
+        let withDeviceTokenOnly = sharedTokenRefused == token && deviceToken != nil
+        if sharedTokenRefused != nil, !withDeviceTokenOnly { sharedTokenRefused = nil }
         let opened = OnceFlag()
         let deadPeer = OnceFlag()
         let refusal = Mutex<OpenClawHandshake.Outcome?>(nil)
@@ -389,12 +395,14 @@ actor ConnectionDriver {
                 var firstFrame: String?
                 if let handshake {
                     switch await OpenClawConnect.run(
-                        handshake, on: connection, messages: &messages, required: dialect == .openclaw, url: url, token: token, deviceToken: deviceToken)
+                        handshake, on: connection, messages: &messages, required: dialect == .openclaw, url: url,
+                        token: withDeviceTokenOnly ? nil : token, deviceToken: deviceToken)
                     {
                     case .seed(let frame):
                         firstFrame = frame
                     case .ready(let gateway, let issued):
                         info = gateway
+                        if withDeviceTokenOnly { info.connectedWithDeviceToken = true }
                         if let issued, issued != deviceToken { await self.store(deviceToken: issued) }
                     case .refused(let outcome):
                         refusal.withLock { $0 = outcome }
@@ -474,6 +482,15 @@ actor ConnectionDriver {
             case .deviceTokenRefused(let words)?:
                 configuration.deviceKeys.forgetDeviceToken(url: url)
                 problem = ConnectionProblem(.unavailable(retryAfter: .zero), words)
+            case .sharedTokenRefused(let words)?:
+                if deviceToken != nil, !withDeviceTokenOnly {
+                    sharedTokenRefused = token
+                    logger.warning("the shared token was refused: connecting with this device's token", metadata: ["connection.error": "\(words)"])
+                    problem = ConnectionProblem(
+                        .unavailable(retryAfter: .zero), words + ": connecting with the token the gateway issued to this device; update the token file")
+                } else {
+                    problem = ConnectionProblem(.credentialRejected, words + ": fix the token file, then reconnect")
+                }
             case .signatureRefused(let words)?:
                 if signatureVersion == .v3 {
                     signatureVersion = .v2

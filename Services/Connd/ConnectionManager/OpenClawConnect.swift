@@ -17,7 +17,7 @@ enum OpenClawConnect {
     /// - Parameter required: an OpenClaw gateway is expected (else one that sends nothing first is a seed gateway).
     static func run(
         _ handshake: OpenClawHandshake, on connection: GatewayConnection, messages: inout AsyncStream<GatewayInbound>.Iterator, required: Bool,
-        url: String, token: String, deviceToken: String?
+        url: String, token: String?, deviceToken: String?
     ) async -> Result {
         let codec = OpenClawCodec()
         let challengeWait = required ? ConnectionConfiguration.challengeWait : ConnectionConfiguration.autoDetectWait

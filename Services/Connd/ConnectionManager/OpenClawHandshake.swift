@@ -18,6 +18,9 @@ public struct OpenClawHandshake: Sendable {
         case deviceTokenRefused(String)
         /// The gateway did not take the v3 signature: try again signing v2.
         case signatureRefused(String)
+        /// The gateway refused the shared token and says a device token it issued would do
+        /// (`retry_with_device_token`): connect with the stored one, if there is one.
+        case sharedTokenRefused(String)
     }
 
     public let identity: DeviceIdentity
@@ -106,6 +109,10 @@ public struct OpenClawHandshake: Sendable {
         }
         if lowered.contains("signature") {
             return .signatureRefused("the gateway at \(url) refused the device signature (\(message))")
+        }
+        let nextStep = error.details?["recommendedNextStep"]?.stringValue
+        if nextStep == "retry_with_device_token" || error.details?["canRetryWithDeviceToken"] == .bool(true) {
+            return .sharedTokenRefused("the gateway at \(url) refused the shared token (\(message))")
         }
         if lowered.hasPrefix("unauthorized") {
             return .refused(ConnectionProblem(.credentialRejected, "the gateway at \(url) rejected the token (\(message)): fix the token file, then reconnect"))

@@ -119,6 +119,16 @@ public enum DevGateway {
             let (pending, paired) = await openClaw.deviceList()
             return Self.json(try JSONEncoder.gateway.encode(DeviceListing(pending: pending, paired: paired)))
         }
+        router.post("/admin/token") { request, _ -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            guard let openClaw else { return Response(status: .notFound) }
+            let body = try await request.body.collect(upTo: 4096)
+            guard let newToken = (try? JSONDecoder().decode([String: String].self, from: Data(body.readableBytesView)))?["token"], !newToken.isEmpty else {
+                return Response(status: .badRequest, body: .init(byteBuffer: ByteBuffer(string: "expected {\"token\": \"…\"}\n")))
+            }
+            await openClaw.rotateToken(newToken)
+            return Response(status: .noContent)
+        }
         router.post("/admin/forget-keys") { request, context -> Response in
             guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
             guard let openClaw else { return Response(status: .notFound) }

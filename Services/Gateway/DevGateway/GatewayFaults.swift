@@ -59,13 +59,15 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     /// The model fails every attempt: the gateway sends `agent` lifecycle errors while it
     /// retries, four times, and no `chat` event at all.
     public var modelFailure = false
+    /// This fraction (0 to 1) of runs fails as `modelFailure` does.
+    public var modelFailureFraction = 0.0
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
         case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk, greetOnOpen
-        case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure
+        case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure, modelFailureFraction
     }
 
     /// Reads a full or partial set: absent fields keep `base`'s values.
@@ -102,6 +104,7 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Bool.self, forKey: .stopTicking) { faults.stopTicking = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .requirePairing) { faults.requirePairing = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .modelFailure) { faults.modelFailure = value }
+        if let value = try container.decodeIfPresent(Double.self, forKey: .modelFailureFraction) { faults.modelFailureFraction = min(max(value, 0), 1) }
         self = faults
     }
 }

@@ -74,6 +74,19 @@ struct OpenClawLink: Sendable, Equatable {
             ).utf8)
     }
 
+    /// The id of the question whether a message's run goes on; its answer is matched by it.
+    static func askRequestID(_ message: String) -> String { "ask:" + message }
+
+    /// `chat.send` again, with the same key, for a message whose run is under way: a question,
+    /// not a copy. The gateway answers `in_flight` while the run goes on and `ok` once it
+    /// ended, and starts nothing.
+    func askRequest(id: String, content: String) -> Data {
+        Data(
+            Self.codec.request(
+                id: Self.askRequestID(id), method: "chat.send", params: ChatSendParams(sessionKey: sessionKey, message: content, idempotencyKey: id)
+            ).utf8)
+    }
+
     /// A request any live gateway answers at once: the probe of a quiet connection.
     mutating func probeRequest() -> Data {
         requests += 1
@@ -131,6 +144,10 @@ struct OpenClawRun: Sendable, Equatable {
     var heardAt: Date
     /// The model's failure the gateway last reported for the run, in its words, while it retries.
     var failure: String?
+    /// The message's text, to ask the gateway with its key whether a failing run still goes on.
+    var messageText: String?
+    /// When the gateway was last asked whether the failing run goes on.
+    var askedAt: Date?
     var publishedAt: Date?
     /// The reply as last published: the next progress carries what was added to it.
     var publishedText = ""
@@ -158,7 +175,12 @@ extension DeliveryStateMachine {
             if let late = message.lateAt { deadlines.append(late) }
         }
         if link.recovered {
-            for run in runs.values { deadlines.append(run.heardAt.addingTimeInterval(settings.replyStallDeadline)) }
+            for run in runs.values {
+                deadlines.append(run.heardAt.addingTimeInterval(settings.replyStallDeadline))
+                if run.failure != nil, run.messageText != nil {
+                    deadlines.append(max(run.heardAt, run.askedAt ?? .distantPast).addingTimeInterval(settings.probeAfter))
+                }
+            }
             for heard in otherRuns.values { deadlines.append(heard.addingTimeInterval(settings.replyStallDeadline)) }
         }
         return deadlines
@@ -224,6 +246,15 @@ extension DeliveryStateMachine {
     /// heard of as long no longer holds Tether's messages back.
     mutating func checkRuns(now: Date, into actions: inout [Action]) {
         otherRuns = otherRuns.filter { now < $0.value.addingTimeInterval(settings.replyStallDeadline) }
+        // A run whose model failed goes quiet while the gateway waits to retry, and stays quiet
+        // once it gave up: its key asked again says which (`in_flight` or `ok`).
+        if let open = connection, case .openClaw(let link) = open.dialect {
+            for (runID, run) in runs where run.failure != nil {
+                guard let text = run.messageText, now >= max(run.heardAt, run.askedAt ?? .distantPast).addingTimeInterval(settings.probeAfter) else { continue }
+                runs[runID]?.askedAt = now
+                write(link.askRequest(id: runID, content: text), on: open.epoch, into: &actions)
+            }
+        }
         let stalled = runs.filter { now >= $0.value.heardAt.addingTimeInterval(settings.replyStallDeadline) }
         for (runID, run) in stalled.sorted(by: { $0.value.startedAt < $1.value.startedAt }) {
             let why =
@@ -272,6 +303,8 @@ extension DeliveryStateMachine {
                 actions.append(.commandAnswered(id: id, ok: ok, payload: payload, error: error))
             } else if id.hasPrefix("send:") {
                 sendAnswered(String(id.dropFirst("send:".count)), ok: ok, payload: payload, error: error, now: now, into: &actions)
+            } else if id.hasPrefix("ask:") {
+                askAnswered(String(id.dropFirst("ask:".count)), ok: ok, payload: payload, now: now, into: &actions)
             } else if link.history?.id == id {
                 historyAnswered(ok ? try? payload?.decode(ChatHistoryResult.self) : nil, error: error, now: now, into: &actions)
             }
@@ -314,7 +347,7 @@ extension DeliveryStateMachine {
                 // The gateway has it: a run began, or it waits in the gateway's queue (an empty
                 // `final` follows then). Delivered once its run shows.
                 if runs[id] == nil {
-                    runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now)
+                    runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content)
                     setBotState(.thinking, now: now, into: &actions)
                 }
                 if pending[index].place == .written { pending[index].place = .accepted(at: now) }
@@ -382,6 +415,17 @@ extension DeliveryStateMachine {
                 DeliveryUpdate(
                     id: pending[index].messageID, status: pending[index].everWritten ? .sent : .queued,
                     detail: "waiting for the reply in progress: it is sent when that reply ends, so that it gets a run and a reply of its own")))
+    }
+
+    /// Whether a failing run goes on: `in_flight` while it does; any other answer says it ended
+    /// with no reply, the gateway having given up on the model.
+    private mutating func askAnswered(_ id: String, ok: Bool, payload: JSONValue?, now: Date, into actions: inout [Action]) {
+        guard let failure = runs[id]?.failure else { return }
+        if ok, (try? payload?.decode(ChatSendResult.self))?.status == "in_flight" {
+            runs[id]?.heardAt = now
+        } else {
+            end(id, as: .incomplete, why: "the model failed: \(failure); the gateway gave up", now: now, into: &actions)
+        }
     }
 
     // MARK: Commands
@@ -475,6 +519,11 @@ extension DeliveryStateMachine {
         case .final:
             run.text = event.message?.text ?? run.text
             runs[event.runId] = run
+            guard !run.text.isEmpty else {
+                // A run that ended with no text at all has no reply to show.
+                let why = run.failure.map { "the model failed: \($0)" } ?? "the gateway ended the run with no reply"
+                return end(event.runId, as: .incomplete, why: why, now: now, into: &actions)
+            }
             publishRun(event.runId, isFinal: true, now: now, into: &actions)
             runs[event.runId] = nil
             actions.append(
@@ -526,7 +575,11 @@ extension DeliveryStateMachine {
         }
         // Its run shows the gateway stored the message.
         if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
-        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now)
+        var run =
+            runs[event.runId]
+            ?? OpenClawRun(
+                inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now,
+                messageText: pending.first { $0.id == event.runId }?.content)
         run.heardAt = now
         if phase == "error" {
             let error = event.data?["error"]?.stringValue ?? "no reason given"

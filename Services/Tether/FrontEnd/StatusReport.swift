@@ -104,6 +104,9 @@ public struct StatusReport: Sendable, Codable {
                 if let version = gateway.serverVersion { about += ", release \(version)" }
                 if let device = gateway.deviceID { about += ", device \(device.prefix(12))…" }
                 lines.append(about)
+                if gateway.connectedWithDeviceToken == true {
+                    lines.append("  connected with this device's token: the gateway refused the shared token; put its new token in the token file")
+                }
             }
         } else {
             lines.append("connection: unknown (tether-connd is not running)")

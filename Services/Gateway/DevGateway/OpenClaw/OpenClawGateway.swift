@@ -51,7 +51,8 @@ public struct OpenClawGatewaySettings: Sendable {
 /// events other clients see and this one may not), one per connection on protocol 4.
 actor OpenClawGateway {
     private let settings: OpenClawGatewaySettings
-    private let token: String
+    /// The shared token (`gateway.auth.token`); ``rotateToken(_:)`` replaces it.
+    private var token: String
     private let bot: DemoBot
     private let record: GatewayRecord
     private let faults: FaultSwitch
@@ -203,14 +204,21 @@ actor OpenClawGateway {
         let paired = devices.device(device.id)
         let sharedOK = connect.auth?.token.map { DevGateway.constantTimeEquals(Array($0.utf8), Array(token.utf8)) } ?? false
         if !sharedOK, let offered = connect.auth?.deviceToken {
-            guard let paired, DevGateway.constantTimeEquals(Array(offered.utf8), Array(paired.token.utf8)) else {
+            guard let paired, DevGateway.constantTimeEquals(Array(offered.utf8), Array(paired.token.utf8)), !faults.current.rejectToken else {
                 return .refuse(Self.invalid("unauthorized: device token mismatch (rotate/reissue device token)"), .policyViolation)
             }
         } else if !sharedOK || faults.current.rejectToken {
-            let message =
-                connect.auth?.token == nil
-                ? "unauthorized: gateway token missing (provide gateway auth token)" : "unauthorized: gateway token mismatch (provide gateway auth token)"
-            return .refuse(Self.invalid(message), .policyViolation)
+            guard connect.auth?.token != nil else {
+                return .refuse(Self.invalid("unauthorized: gateway token missing (provide gateway auth token)"), .policyViolation)
+            }
+            // As the gateway: a device token it issued would do instead.
+            let details: JSONValue = .object([
+                "code": .string("AUTH_TOKEN_MISMATCH"), "authReason": .string("token_mismatch"), "canRetryWithDeviceToken": .bool(true),
+                "recommendedNextStep": .string("retry_with_device_token"),
+            ])
+            return .refuse(
+                GatewayErrorShape(code: "INVALID_REQUEST", message: "unauthorized: gateway token mismatch (provide gateway auth token)", details: details),
+                .policyViolation)
         }
         let signedToken = connect.auth?.token ?? connect.auth?.deviceToken ?? ""
         let signatureOK = DeviceSignedPayload.Version.allCases.contains { version in
@@ -263,6 +271,13 @@ actor OpenClawGateway {
     /// The pending pairing requests and the paired devices.
     func deviceList() -> (pending: [String: String], paired: [String]) {
         (pairingRequests.mapValues(\.id), devices.ids)
+    }
+
+    /// Replaces the shared token, as a person rotating `gateway.auth.token` does: open
+    /// connections stay, new ones need the new token (or a device token the gateway issued).
+    func rotateToken(_ newToken: String) {
+        token = newToken
+        logger.notice("the shared token was rotated")
     }
 
     /// Forgets every finished run's idempotency key, as a restart does.
@@ -436,7 +451,8 @@ actor OpenClawGateway {
     /// `chat` event is sent at all.
     private func run(_ runID: String, message: String, sessionKey: String) async {
         await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
-        if faults.current.modelFailure { return await failModel(runID, sessionKey: sessionKey) }
+        let current = faults.current
+        if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
         let reply = bot.reply(to: message)
         var text = ""
         var runSequence = 0
