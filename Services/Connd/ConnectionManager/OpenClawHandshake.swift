@@ -112,7 +112,7 @@ public struct OpenClawHandshake: Sendable {
         }
         let nextStep = error.details?["recommendedNextStep"]?.stringValue
         if nextStep == "retry_with_device_token" || error.details?["canRetryWithDeviceToken"] == .bool(true) {
-            return .sharedTokenRefused("the gateway at \(url) refused the shared token (\(message))")
+            return .sharedTokenRefused("the gateway at \(url) rejected the token (\(message))")
         }
         if lowered.hasPrefix("unauthorized") {
             return .refused(ConnectionProblem(.credentialRejected, "the gateway at \(url) rejected the token (\(message)): fix the token file, then reconnect"))

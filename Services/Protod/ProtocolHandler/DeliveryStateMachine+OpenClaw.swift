@@ -573,13 +573,13 @@ extension DeliveryStateMachine {
             if phase == "end" { otherRuns[event.runId] = nil } else if knownEntries[MessageID(event.runId)] == nil { otherRuns[event.runId] = now }
             return
         }
-        // Its run shows the gateway stored the message.
-        if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
         var run =
             runs[event.runId]
             ?? OpenClawRun(
                 inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now,
                 messageText: pending.first { $0.id == event.runId }?.content)
+        // Its run shows the gateway stored the message.
+        if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
         run.heardAt = now
         if phase == "error" {
             let error = event.data?["error"]?.stringValue ?? "no reason given"
