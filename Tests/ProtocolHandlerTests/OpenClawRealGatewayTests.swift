@@ -165,3 +165,25 @@ extension OpenClawDeliveryTests {
         #expect(driver.lookups(on: "c1") == 1, "another session's run looked up")
     }
 }
+
+extension OpenClawDeliveryTests {
+    /// A gateway whose queue never runs the message (another queue mode) holds Tether back only
+    /// until its session has been quiet for the reply stall deadline.
+    @Test func aMessageTheGatewayNeverRunsHoldsTheNextBackOnlyUntilTheSessionIsQuiet() {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 10, streamInterval: 0))
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1", at: 0.1)
+        driver.send("m1")
+        driver.respond("send:m1", Self.started, at: 0.2)
+        driver.chat(Self.emptyFinal("m1"), on: "c1")
+        driver.send("m2")
+        driver.chat(Self.delta("phone-1", text: "busy"), on: "c1", at: 5)
+        driver.chat(Self.final("phone-1", text: "busy, done"), on: "c1", at: 6)
+        driver.history([], on: "c1", at: 6.1)
+        driver.handle(.tick, at: 15)
+        #expect(driver.sent(on: "c1") == ["m1"], "written while the session was busy")
+        driver.handle(.tick, at: 16.1)
+        #expect(driver.sent(on: "c1") == ["m1", "m2"])
+        #expect(driver.machine.status(of: "m1") == .accepted, "still said waiting in the gateway's queue")
+    }
+}

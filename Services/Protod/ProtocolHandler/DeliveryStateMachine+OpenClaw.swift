@@ -28,6 +28,8 @@ struct OpenClawLink: Sendable, Equatable {
     var widened = false
     /// The largest frame the gateway reads (`policy.maxPayload`).
     var maximumPayload: Int?
+    /// When an event of a run in the session chatted in (Tether's or not) was last heard.
+    var sessionHeardAt: Date?
     private var requests = 0
 
     struct HistoryLookup: Sendable, Equatable {
@@ -126,6 +128,25 @@ enum OpenClawPlace: Sendable, Equatable {
     /// run id of its own. The history says when it ran, or that the queue's cap dropped it; a
     /// gateway that restarted since lost it.
     case inGatewayQueue(since: Date)
+    /// Accepted or in the gateway's queue, and the session has been quiet for the reply stall
+    /// deadline since: it no longer holds later messages back; the history still decides.
+    case quiet(since: Date, queued: Bool)
+
+    /// The gateway said it holds the message in its queue.
+    var isInGatewayQueue: Bool {
+        switch self {
+        case .inGatewayQueue, .quiet(_, queued: true): true
+        default: false
+        }
+    }
+
+    /// When the gateway answered for it, if it did and has not shown it stored.
+    var answeredAt: Date? {
+        switch self {
+        case .accepted(let at), .inGatewayQueue(let at), .quiet(let at, _): at
+        case .outbox, .behindRun, .written: nil
+        }
+    }
 }
 
 /// A reply being streamed on OpenClaw: one run.
@@ -182,6 +203,9 @@ extension DeliveryStateMachine {
                 }
             }
             for heard in otherRuns.values { deadlines.append(heard.addingTimeInterval(settings.replyStallDeadline)) }
+            for message in pending {
+                if let quiet = gatewayHoldEnds(message, link) { deadlines.append(quiet) }
+            }
         }
         return deadlines
     }
@@ -246,6 +270,26 @@ extension DeliveryStateMachine {
     /// heard of as long no longer holds Tether's messages back.
     mutating func checkRuns(now: Date, into actions: inout [Action]) {
         otherRuns = otherRuns.filter { now < $0.value.addingTimeInterval(settings.replyStallDeadline) }
+        // A message the gateway answered for, in a session quiet since for the reply stall
+        // deadline, is not being run: it holds nothing back any more; the history decides it.
+        if case .openClaw(let link)? = connection?.dialect {
+            var released = 0
+            for index in pending.indices {
+                guard let ends = gatewayHoldEnds(pending[index], link), now >= ends, let since = pending[index].place.answeredAt else { continue }
+                pending[index].place = .quiet(since: since, queued: pending[index].place.isInGatewayQueue)
+                released += 1
+            }
+            if released > 0 {
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .historyChecked,
+                            detail:
+                                "\(released) message(s) the gateway answered for were not run within \(Self.words(settings.replyStallDeadline)) of its session going quiet: later messages are no longer held back, and the history is looked up"
+                        )))
+                lookUpHistory(now: now, into: &actions)
+            }
+        }
         // A run whose model failed goes quiet while the gateway waits to retry, and stays quiet
         // once it gave up: its key asked again says which (`in_flight` or `ok`).
         if let open = connection, case .openClaw(let link) = open.dialect {
@@ -394,16 +438,36 @@ extension DeliveryStateMachine {
     /// A run is under way in the session (Tether's or another client's), or a message written
     /// on this connection has no answer yet: the next message waits, so that the gateway never
     /// queues one of Tether's in memory, where a crash or its queue's cap loses it.
-    func openClawSessionBusy(on open: Connection) -> Bool {
-        !runs.isEmpty || !otherRuns.isEmpty
+    func openClawSessionBusy(on open: Connection, now: Date) -> Bool {
+        guard case .openClaw(let link) = open.dialect else { return false }
+        return !runs.isEmpty || !otherRuns.isEmpty
             || pending.contains { message in
                 switch message.place {
                 case .written: message.writtenOn == open.id
-                // The gateway is busy until its queue has run: a message written now would join it.
-                case .accepted, .inGatewayQueue: true
-                case .outbox, .behindRun: false
+                // The gateway is busy until its queue has run: a message written now would join
+                // it. A session quiet for the reply stall deadline is not running it: no longer.
+                case .accepted, .inGatewayQueue: gatewayHoldEnds(message, link).map { now < $0 } ?? false
+                case .outbox, .behindRun, .quiet: false
                 }
             }
+    }
+
+    /// When a message the gateway answered for (and has not shown stored) stops holding later
+    /// ones back: the reply stall deadline after the session was last heard of, or after it
+    /// was answered for, whichever is later; nil when it holds nothing back.
+    func gatewayHoldEnds(_ message: Pending, _ link: OpenClawLink) -> Date? {
+        switch message.place {
+        case .accepted(let since), .inGatewayQueue(let since): max(since, link.sessionHeardAt ?? since).addingTimeInterval(settings.replyStallDeadline)
+        default: nil
+        }
+    }
+
+    /// An event of a run in the session was heard: the session is not quiet.
+    mutating func heardInSession(now: Date) {
+        guard var open = connection, case .openClaw(var link) = open.dialect else { return }
+        link.sessionHeardAt = now
+        open.dialect = .openClaw(link)
+        connection = open
     }
 
     /// Says once that a message waits for the reply in progress.
@@ -463,6 +527,7 @@ extension DeliveryStateMachine {
         guard case .openClaw(let link)? = connection?.dialect else { return }
         // Another session's events are not this conversation's.
         if let key = event.sessionKey, !link.names(key) { return }
+        heardInSession(now: now)
         // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
         let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || knownEntries[MessageID(event.runId)] != nil
         guard ours else {
@@ -566,6 +631,7 @@ extension DeliveryStateMachine {
     private mutating func agent(_ event: AgentEventPayload, now: Date, into actions: inout [Action]) {
         guard case .openClaw(let link)? = connection?.dialect else { return }
         if let key = event.sessionKey, !link.names(key) { return }
+        heardInSession(now: now)
         let phase = event.stream == "lifecycle" ? event.data?["phase"]?.stringValue : nil
         let isPending = pending.contains { $0.id == event.runId }
         guard runs[event.runId] != nil || isPending else {
@@ -677,14 +743,12 @@ extension DeliveryStateMachine {
         var held: [MessageID] = []
         for index in pending.indices {
             let since: Date
-            switch pending[index].place {
-            case .accepted(let at), .inGatewayQueue(let at): since = at
-            default: continue
-            }
+            guard let at = pending[index].place.answeredAt else { continue }
+            since = at
             let id = pending[index].messageID
             if merge.found.contains(id) {
                 held.append(id)
-            } else if case .inGatewayQueue = pending[index].place, dropped.contains(pending[index].content) {
+            } else if pending[index].place.isInGatewayQueue, dropped.contains(pending[index].content) {
                 continue  // settled below
             } else if let started = link.gatewayStartedAt, started > since {
                 // Lost with the gateway's memory: written again (its key is forgotten too).
@@ -695,7 +759,7 @@ extension DeliveryStateMachine {
             }
         }
         let lostAtCap = pending.filter { message in
-            if case .inGatewayQueue = message.place { !merge.found.contains(message.messageID) && dropped.contains(message.content) } else { false }
+            message.place.isInGatewayQueue && !merge.found.contains(message.messageID) && dropped.contains(message.content)
         }
         settle(lostAtCap.map(\.id), as: .failed, into: &actions) { _ in
             "dropped by the gateway: its session was busy and its queue, which holds 20 messages, was full; the gateway names it only in a summary turn and never answers it"

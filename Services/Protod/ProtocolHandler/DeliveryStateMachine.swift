@@ -287,8 +287,7 @@ public struct DeliveryStateMachine: Sendable {
     /// The status of a pending message; nil when it is not pending.
     public func status(of id: String) -> DeliveryStatus? {
         pending.first { $0.id == id }.map { message in
-            if case .accepted = message.place { return .accepted }
-            if case .inGatewayQueue = message.place { return .accepted }
+            if message.place.isInGatewayQueue { return .accepted }
             return message.everWritten ? .sent : .queued
         }
     }
@@ -659,7 +658,7 @@ public struct DeliveryStateMachine: Sendable {
                 // One run at a time in a session, and one message written and unanswered at a
                 // time: the rest waits for the reply in progress, and what a reconnect leaves
                 // unknown is always one message.
-                guard !openClawSessionBusy(on: open) else {
+                guard !openClawSessionBusy(on: open, now: now) else {
                     holdBehindRun(index, into: &actions)
                     continue
                 }
