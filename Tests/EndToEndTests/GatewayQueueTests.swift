@@ -23,6 +23,22 @@ import Glibc
         /// `tether send` of the message that waits in the gateway's queue.
         let send: ChildProcess
         let text: String
+
+        /// After the gateway's restart: the send printed its reply, the message is in the
+        /// gateway's transcript once, and it was never said delivered while the transcript lacked it.
+        func expectDeliveredOnceAfterTheRestart() async throws {
+            let status = try send.waitForExit(timeout: .seconds(130))
+            #expect(status == 0 && send.standardOutput == "You said: \(text)\n", "exit \(status): \(send.standardError)")
+            let stored = set.openClawTranscript().filter { $0.role == "user" && $0.text == text }.count
+            #expect(stored == 1, "\(stored) times in the gateway's transcript")
+            let untrue = await GatewayQueueTests.deliveredButMissing(self)
+            #expect(!untrue, "said delivered while the gateway's transcript lacks it")
+        }
+
+        func finish() async {
+            other.stop()
+            await bus.close()
+        }
     }
 
     /// The set, another client, and Tether's message waiting in the gateway's queue behind that
@@ -62,14 +78,8 @@ import Glibc
         let untrueBefore = await Self.deliveredButMissing(scene)
         #expect(!untrueBefore, "said delivered while the gateway's transcript lacks it")
         #expect(try await scene.set.killAndAwaitRestart("gateway"))
-        let status = try scene.send.waitForExit(timeout: .seconds(130))
-        #expect(status == 0 && scene.send.standardOutput == "You said: \(scene.text)\n", "exit \(status): \(scene.send.standardError)")
-        let stored = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text == scene.text }.count
-        #expect(stored == 1, "\(stored) times in the gateway's transcript")
-        let untrue = await Self.deliveredButMissing(scene)
-        #expect(!untrue, "said delivered while the gateway's transcript lacks it")
-        scene.other.stop()
-        await scene.bus.close()
+        try await scene.expectDeliveredOnceAfterTheRestart()
+        await scene.finish()
     }
 
     @Test func aMessageTheFullQueueDroppedIsSaidDroppedAndNeverDelivered() async throws {
@@ -84,8 +94,7 @@ import Glibc
         #expect(!delivered, "said delivered")
         let summary = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text.contains("[Queue overflow] Dropped 1 messages due to cap.") }
         #expect(summary.count == 1 && summary.first?.text.hasSuffix("] \(scene.text)") == true, "\(summary)")
-        scene.other.stop()
-        await scene.bus.close()
+        await scene.finish()
     }
 
     @Test func theGatewayKilledWithItsQueueOverItsCapLosesNothingTetherSaidDelivered() async throws {
@@ -94,13 +103,7 @@ import Glibc
         for index in 1...20 { scene.other.send("q\(index)") }
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await scene.set.killAndAwaitRestart("gateway"))
-        let status = try scene.send.waitForExit(timeout: .seconds(130))
-        #expect(status == 0 && scene.send.standardOutput == "You said: \(scene.text)\n", "exit \(status): \(scene.send.standardError)")
-        let stored = scene.set.openClawTranscript().filter { $0.role == "user" && $0.text == scene.text }.count
-        #expect(stored == 1, "\(stored) times in the gateway's transcript")
-        let untrue = await Self.deliveredButMissing(scene)
-        #expect(!untrue, "said delivered while the gateway's transcript lacks it")
-        scene.other.stop()
-        await scene.bus.close()
+        try await scene.expectDeliveredOnceAfterTheRestart()
+        await scene.finish()
     }
 }

@@ -11,13 +11,19 @@ extension OpenClawDeliveryTests {
     /// What the gateway sends for a message it queued: a `final` with no message.
     static func emptyFinal(_ run: String) -> ChatEventPayload { ChatEventPayload(runId: run, sessionKey: "agent:main:main", seq: 1, state: .final) }
 
-    /// m1 written and answered `started`, then an empty `final`: the gateway queued it.
-    static func queuedByTheGateway(uptime: Double = 1000) -> Driver {
-        var driver = Driver()
+    /// Connected, the history answered, m1 written and answered `started` at 0.2 s.
+    static func runStarted(stall: TimeInterval = 30, uptime: Double = 1000) -> Driver {
+        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: stall, streamInterval: 0))
         driver.connect("c1", epoch: 1, uptime: uptime, at: 0)
         driver.history([], on: "c1", at: 0.1)
         driver.send("m1")
         driver.respond("send:m1", Self.started, at: 0.2)
+        return driver
+    }
+
+    /// m1 written and answered `started`, then an empty `final`: the gateway queued it.
+    static func queuedByTheGateway(uptime: Double = 1000) -> Driver {
+        var driver = runStarted(uptime: uptime)
         driver.chat(Self.emptyFinal("m1"), on: "c1")
         return driver
     }
@@ -73,11 +79,7 @@ extension OpenClawDeliveryTests {
     }
 
     @Test func aModelFailureIsSaidAtOnceAndTheReplyIsIncompleteAfterTheStall() throws {
-        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 10, streamInterval: 0))
-        driver.connect("c1", epoch: 1, at: 0)
-        driver.history([], on: "c1")
-        driver.send("m1")
-        driver.respond("send:m1", Self.started, at: 0.2)
+        var driver = Self.runStarted(stall: 10)
         let error = "500 Internal Server Error"
         for second in [1.0, 6.0] {
             driver.now = second
@@ -99,11 +101,7 @@ extension OpenClawDeliveryTests {
     /// The gateway says nothing when it gives up on a failing model; asking with the message's
     /// key says it: `in_flight` while it retries, `ok` once the run ended.
     @Test func aFailingRunIsAskedAfterWhetherItGoesOnAndEndsWhenTheGatewayGaveUp() throws {
-        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 30, streamInterval: 0))
-        driver.connect("c1", epoch: 1, at: 0)
-        driver.history([], on: "c1")
-        driver.send("m1")
-        driver.respond("send:m1", Self.started, at: 0.2)
+        var driver = Self.runStarted()
         driver.now = 1
         driver.agent("m1", stream: "lifecycle", ["phase": .string("error"), "error": .string("500")], on: "c1")
         driver.handle(.tick, at: 3.1)
@@ -120,11 +118,7 @@ extension OpenClawDeliveryTests {
     }
 
     @Test func aReplyThatStopsIsIncompleteAfterTheStallOnOpenClawToo() throws {
-        var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: 10, streamInterval: 0))
-        driver.connect("c1", epoch: 1, at: 0)
-        driver.history([], on: "c1")
-        driver.send("m1")
-        driver.respond("send:m1", Self.started, at: 0.2)
+        var driver = Self.runStarted(stall: 10)
         driver.chat(Self.delta("m1", text: "half"), on: "c1")
         driver.handle(.tick, at: 10.3)
         let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
