@@ -324,6 +324,9 @@ public enum ReplyAttribution: String, Codable, Sendable, CaseIterable {
     /// The gateway did not say: the oldest message written and not yet answered, as a
     /// gateway that answers in order would. Likely, not certain.
     case order
+    /// OpenClaw, from the gateway's history: the last assistant entry after the message there.
+    /// Likely, not certain: other clients' turns and the gateway's follow-ups can come between.
+    case history
 }
 
 /// One message of the conversation, as the transcript holds it.

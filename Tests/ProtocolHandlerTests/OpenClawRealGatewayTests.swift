@@ -44,7 +44,7 @@ extension OpenClawDeliveryTests {
         driver.history([Self.user("text of m1", at: 2), Self.assistant("You said: text of m1", at: 3)], on: "c1", at: 3.1)
         #expect(driver.deliveries(of: "m1").last == .delivered)
         let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
-        #expect(reply.content == "You said: text of m1" && reply.inReplyTo?.value == "m1")
+        #expect(reply.content == "You said: text of m1" && reply.inReplyTo?.value == "m1" && reply.attribution == .history)
         #expect(driver.sent(on: "c1") == ["m1", "m2"])
     }
 

@@ -96,7 +96,7 @@ public struct HistoryMerge: Sendable, Equatable {
                 }
                 let entry = TranscriptEntry(
                     id: id, sender: .bot(name: botName), content: message.text, timestamp: local(message) ?? Date(timeIntervalSince1970: 0),
-                    status: .received, inReplyTo: owner, attribution: owner == nil ? nil : .order)
+                    status: .received, inReplyTo: owner, attribution: owner == nil ? nil : .history)
                 if let owner, position == span.count - 1, result.found.contains(owner) { result.replies[owner] = entry }
                 if let existing = known(id), existing.content == entry.content, existing.status == .received { continue }
                 result.entries.append(entry)

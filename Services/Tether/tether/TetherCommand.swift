@@ -206,8 +206,11 @@ private func say(_ words: String) {
 
 /// Says when a reply was matched to the message by order, not named by the gateway.
 private func noteAttribution(_ attribution: ReplyAttribution?) {
-    guard attribution == .order else { return }
-    say("this reply was matched to your message by order: the gateway does not say which message it answers")
+    switch attribution {
+    case .order?: say("this reply was matched to your message by order: the gateway does not say which message it answers")
+    case .history?: say("this reply was matched to your message by the gateway's history (the reply that follows it there), not by its run")
+    case .gateway?, nil: break
+    }
 }
 
 struct Watch: AsyncParsableCommand {
