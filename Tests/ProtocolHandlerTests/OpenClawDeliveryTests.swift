@@ -235,11 +235,7 @@ import TetherWire
     }
 
     @Test func aGapInsideAReplyKeepsItsTextAndTheReplyEndsOnceAndWhole() throws {
-        var driver = Driver()
-        driver.connect("c1", epoch: 1)
-        driver.history([], on: "c1")
-        driver.send("m1")
-        driver.respond("send:m1", Self.started)
+        var driver = Self.runStarted()
         driver.chat(Self.delta("m1", text: "one", increment: "one"), on: "c1")
         // Event 3 comes after 1: 2 is missing. It is m1's own delta: m1 has not ended.
         driver.chat(Self.delta("m1", text: "one two three", increment: " three"), on: "c1", sequence: 3)
@@ -255,11 +251,7 @@ import TetherWire
     /// A gap another event shows while a reply of Tether's is under way may hold that reply's
     /// end: the history is looked up, and the reply's text so far is kept.
     @Test func aGapWhileAReplyIsUnderWayLooksUpTheHistoryAndKeepsTheText() throws {
-        var driver = Driver()
-        driver.connect("c1", epoch: 1)
-        driver.history([], on: "c1")
-        driver.send("m1")
-        driver.respond("send:m1", Self.started)
+        var driver = Self.runStarted()
         driver.chat(Self.delta("m1", text: "one", increment: "one"), on: "c1")
         driver.event("tick", .object([:]), on: "c1", sequence: 5)
         #expect(driver.lookups(on: "c1") == 2)

@@ -392,7 +392,16 @@ actor OpenClawGateway {
 
     /// A session is busy while a run of it goes on, or messages wait to follow it.
     private func isBusy(_ session: String) -> Bool {
-        activeRuns.values.contains { $0.sessionKey == session } || queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false
+        hasActiveRun(session) || hasWaiting(session)
+    }
+
+    private func hasActiveRun(_ session: String) -> Bool {
+        activeRuns.values.contains { $0.sessionKey == session }
+    }
+
+    /// Messages wait in the session's queue, or a summary of what its cap dropped is owed.
+    private func hasWaiting(_ session: String) -> Bool {
+        queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false
     }
 
     /// Queues a message behind the session's run; past the cap the oldest is dropped.
@@ -421,9 +430,9 @@ actor OpenClawGateway {
     /// After a session's run ends, what waited behind it runs, one message a turn under a run
     /// id of the gateway's own; then, if the queue overflowed, one turn that summarises what it dropped.
     private func runEnded(in session: String) async {
-        guard queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false else { return }
+        guard hasWaiting(session) else { return }
         try? await Task.sleep(for: settings.followUpDelay)
-        guard !activeRuns.values.contains(where: { $0.sessionKey == session }) else { return }
+        guard !hasActiveRun(session) else { return }
         let turn: String
         if var queue = queues[session], !queue.isEmpty {
             turn = queue.removeFirst().text
