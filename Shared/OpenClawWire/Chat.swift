@@ -62,13 +62,36 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     public var stopReason: String?
     /// Why the model's turn failed (`stopReason: "error"`), in the gateway's words.
     public var errorMessage: String?
+    /// In history, on a user entry: who sent it (the sending client's label).
+    public var senderLabel: String?
+    /// In history: the gateway's own id of the entry (`__openclaw.id`), stable across reloads.
+    public var entryID: String?
+    /// In history: the entry's place in the session's transcript (`__openclaw.seq`).
+    public var entrySequence: Int?
+    /// In history, on an assistant entry: the model that wrote it; `gateway-injected` for an
+    /// entry the gateway wrote itself (an aborted run's text).
+    public var model: String?
+    /// In history, on an entry the gateway injected for an aborted run (`openclawAbort.runId`):
+    /// the run it stands for.
+    public var abortedRunID: String?
 
-    public init(role: String, text: String, timestamp: Int?, stopReason: String? = nil, errorMessage: String? = nil) {
+    /// The `model` of an entry the gateway wrote itself rather than the model.
+    public static let gatewayInjected = "gateway-injected"
+
+    public init(
+        role: String, text: String, timestamp: Int?, stopReason: String? = nil, errorMessage: String? = nil, senderLabel: String? = nil,
+        entryID: String? = nil, entrySequence: Int? = nil, model: String? = nil, abortedRunID: String? = nil
+    ) {
         self.role = role
         self.content = .array(text.isEmpty && errorMessage != nil ? [] : [.object(["type": .string("text"), "text": .string(text)])])
         self.timestamp = timestamp
         self.stopReason = stopReason
         self.errorMessage = errorMessage
+        self.senderLabel = senderLabel
+        self.entryID = entryID
+        self.entrySequence = entrySequence
+        self.model = model
+        self.abortedRunID = abortedRunID
     }
 
     /// The text it holds: the string, or its text blocks joined; other blocks (thinking,
@@ -83,7 +106,17 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case role, content, timestamp, stopReason, errorMessage
+        case role, content, timestamp, stopReason, errorMessage, senderLabel, model, idempotencyKey
+        case openclaw = "__openclaw"
+        case openclawAbort
+    }
+
+    private enum EntryKeys: String, CodingKey {
+        case id, seq
+    }
+
+    private enum AbortKeys: String, CodingKey {
+        case aborted, origin, runId
     }
 
     public init(from decoder: any Decoder) throws {
@@ -94,6 +127,37 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         timestamp = (try? container.decodeIfPresent(JSONValue.self, forKey: .timestamp))??.intValue
         stopReason = try? container.decodeIfPresent(String.self, forKey: .stopReason)
         errorMessage = try? container.decodeIfPresent(String.self, forKey: .errorMessage)
+        senderLabel = try? container.decodeIfPresent(String.self, forKey: .senderLabel)
+        model = try? container.decodeIfPresent(String.self, forKey: .model)
+        // What only history adds is read when it is there and readable, never required.
+        let entry = try? container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
+        entryID = try? entry?.decodeIfPresent(String.self, forKey: .id)
+        entrySequence = (try? entry?.decodeIfPresent(JSONValue.self, forKey: .seq))??.intValue
+        let abort = try? container.nestedContainer(keyedBy: AbortKeys.self, forKey: .openclawAbort)
+        abortedRunID = try? abort?.decodeIfPresent(String.self, forKey: .runId)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(role, forKey: .role)
+        try container.encodeIfPresent(content, forKey: .content)
+        try container.encodeIfPresent(timestamp, forKey: .timestamp)
+        try container.encodeIfPresent(stopReason, forKey: .stopReason)
+        try container.encodeIfPresent(errorMessage, forKey: .errorMessage)
+        try container.encodeIfPresent(senderLabel, forKey: .senderLabel)
+        try container.encodeIfPresent(model, forKey: .model)
+        if entryID != nil || entrySequence != nil {
+            var entry = container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
+            try entry.encodeIfPresent(entryID, forKey: .id)
+            try entry.encodeIfPresent(entrySequence, forKey: .seq)
+        }
+        if let abortedRunID {
+            try container.encode(abortedRunID + ":assistant", forKey: .idempotencyKey)
+            var abort = container.nestedContainer(keyedBy: AbortKeys.self, forKey: .openclawAbort)
+            try abort.encode(true, forKey: .aborted)
+            try abort.encode("rpc", forKey: .origin)
+            try abort.encode(abortedRunID, forKey: .runId)
+        }
     }
 }
 

@@ -200,6 +200,18 @@ public enum OpenClawProtocol {
     /// Who Tether is: a native command-line operator client (no browser origin check applies).
     public static let clientID = "cli"
     public static let clientMode = "cli"
+    /// The name Tether gives itself (`client.displayName`), which the gateway shows other clients.
+    public static let displayName = "Tether"
+
+    /// The label a gateway gives the messages a client sends (`senderLabel` in `chat.history`):
+    /// its display name, with its client id in brackets when they differ.
+    public static func senderLabel(displayName: String?, clientID: String) -> String {
+        guard let displayName, !displayName.isEmpty, displayName != clientID else { return clientID }
+        return "\(displayName) (\(clientID))"
+    }
+
+    /// The label of the messages Tether sends: `Tether (cli)`.
+    public static var ownSenderLabel: String { senderLabel(displayName: displayName, clientID: clientID) }
     public static let role = "operator"
     public static let platform = "linux"
     public static let deviceFamily = "desktop"

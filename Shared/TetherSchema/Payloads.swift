@@ -342,13 +342,20 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     public var attribution: ReplyAttribution?
     /// Why, in words, for an `incomplete` reply.
     public var detail: String?
+    /// For a user message another client sent into the session: who sent it, as the gateway
+    /// labels it (OpenClaw's `senderLabel`). Nil for this user's own messages.
+    public var author: String?
+    /// For an entry read from the gateway's transcript: the gateway's own id of it (OpenClaw's
+    /// `__openclaw.id`, or a digest of its role, time and text where it gives none), so that
+    /// the same entry is never added twice, whatever the window it is read in.
+    public var gatewayID: String?
     /// The conversation revision tether-protod gave this change (see ``ConversationChange``);
     /// nil from a publisher that keeps no journal.
     public var revision: Int?
 
     public init(
         id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil,
-        attribution: ReplyAttribution? = nil, detail: String? = nil, revision: Int? = nil
+        attribution: ReplyAttribution? = nil, detail: String? = nil, author: String? = nil, gatewayID: String? = nil, revision: Int? = nil
     ) {
         self.id = id
         self.sender = sender
@@ -358,6 +365,8 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
         self.inReplyTo = inReplyTo
         self.attribution = attribution
         self.detail = detail
+        self.author = author
+        self.gatewayID = gatewayID
         self.revision = revision
     }
 }
@@ -368,13 +377,18 @@ public struct DeliveryUpdate: Codable, Hashable, Sendable {
     public var status: DeliveryStatus
     /// Why, in words, when it failed.
     public var detail: String?
+    /// A reply that may answer this message but is shown without a claim: the gateway's
+    /// history holds it after the message, and which message it answers is not certain.
+    /// The message's run is over; no reply will be attached to it.
+    public var unclaimedReply: MessageID?
     /// The conversation revision tether-protod gave this change; nil from a publisher that keeps no journal.
     public var revision: Int?
 
-    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil, revision: Int? = nil) {
+    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil, unclaimedReply: MessageID? = nil, revision: Int? = nil) {
         self.id = id
         self.status = status
         self.detail = detail
+        self.unclaimedReply = unclaimedReply
         self.revision = revision
     }
 }

@@ -26,8 +26,9 @@ final class OtherOpenClawClient: Sendable {
         let state = Mutex(State())
     }
 
-    /// Connects to the gateway on `port` with the shared `token`; returns once the handshake is done.
-    init(port: Int, token: String) async throws {
+    /// Connects to the gateway on `port` with the shared `token`, named `displayName` (the label
+    /// the gateway gives its messages: `Phone (cli)`); returns once the handshake is done.
+    init(port: Int, token: String, displayName: String = "Phone") async throws {
         let url = "ws://127.0.0.1:\(port)"
         let (stream, continuation) = AsyncStream<String>.makeStream()
         outgoing = continuation
@@ -36,7 +37,7 @@ final class OtherOpenClawClient: Sendable {
             defer { shared.state.withLock { $0.ended = true } }
             _ = try await GatewaySocket.connect(url: url, headers: [:], tls: nil, maximumMessageSize: 1 << 24, deadline: .seconds(5)) { connection in
                 var messages = connection.messages.makeAsyncIterator()
-                let handshake = OpenClawHandshake(identity: DeviceIdentity(), instanceID: UUID().uuidString)
+                let handshake = OpenClawHandshake(identity: DeviceIdentity(), instanceID: UUID().uuidString, displayName: displayName)
                 let result = await OpenClawConnect.run(
                     handshake, on: connection, messages: &messages, required: true, url: url, token: token, deviceToken: nil)
                 guard case .ready = result else { return }

@@ -27,11 +27,15 @@ public struct OpenClawHandshake: Sendable {
     public let signature: DeviceSignedPayload.Version
     public let client: ConnectParams.Client
 
-    public init(identity: DeviceIdentity, signature: DeviceSignedPayload.Version = .v3, version: String = "0.1.0", instanceID: String) {
+    /// - Parameter displayName: the name the gateway labels this client's messages with.
+    public init(
+        identity: DeviceIdentity, signature: DeviceSignedPayload.Version = .v3, version: String = "0.1.0", instanceID: String,
+        displayName: String = OpenClawProtocol.displayName
+    ) {
         self.identity = identity
         self.signature = signature
         self.client = ConnectParams.Client(
-            id: OpenClawProtocol.clientID, displayName: "Tether", version: version, platform: OpenClawProtocol.platform,
+            id: OpenClawProtocol.clientID, displayName: displayName, version: version, platform: OpenClawProtocol.platform,
             deviceFamily: OpenClawProtocol.deviceFamily, mode: OpenClawProtocol.clientMode, instanceId: instanceID)
     }
 

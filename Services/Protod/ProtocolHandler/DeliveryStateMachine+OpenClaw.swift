@@ -718,13 +718,17 @@ extension DeliveryStateMachine {
             return
         }
         let known = knownEntries
+        let publishedIDs = publishedGatewayIDs
+        let awaited = Set(pending.map(\.messageID))
         let merge = HistoryMerge.merge(
             result.messages, limit: lookup.limit,
-            sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } }
-                + pending.filter(\.everWritten).map {
-                    HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
-                },
-            clockOffset: link.clockOffset, botName: botName, known: { known[$0] })
+            context: HistoryMerge.Context(
+                sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } }
+                    + pending.filter(\.everWritten).map {
+                        HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
+                    },
+                clockOffset: link.clockOffset, botName: botName, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
+                published: { publishedIDs[$0] }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
             message.everWritten && !merge.found.contains(message.messageID)
@@ -779,10 +783,24 @@ extension DeliveryStateMachine {
                     )))
         }
         for entry in merge.entries { actions.append(.publishEntry(entry)) }
+        // Messages whose turn is over with a reply that cannot be attached to them for certain:
+        // their senders are told, and the reply is in the conversation without a claim.
+        let answered = Set(runs.values.compactMap(\.inReplyTo)).union(awaited)
+        for (owner, reply) in merge.unclaimed.sorted(by: { $0.key.value < $1.key.value }) where answered.contains(owner) {
+            actions.append(
+                .publishDelivery(
+                    DeliveryUpdate(
+                        id: owner, status: .delivered,
+                        detail:
+                            "a reply followed it in the gateway's history, but the gateway does not say which message that reply answers, and it cannot be told for certain: it is shown without a claim",
+                        unclaimedReply: reply)))
+        }
         // Runs: whole in history, or lost with a gateway that restarted since they began; the
         // others go on, and the reply stall counts from now.
         for (runID, run) in runs {
             if let owner = run.inReplyTo, merge.replies[owner] != nil {
+                runs[runID] = nil
+            } else if let owner = run.inReplyTo, merge.unclaimed[owner] != nil {
                 runs[runID] = nil
             } else if let started = link.gatewayStartedAt, run.startedAt < started {
                 end(runID, as: .incomplete, why: "the gateway restarted during the reply: it will not be finished", now: now, into: &actions)
@@ -802,20 +820,32 @@ extension DeliveryStateMachine {
 
     // MARK: What the transcript holds
 
-    /// Remembers a published entry: its content and status, and a user message's text.
+    /// Remembers a published entry: its content and status, the gateway entry it stands for,
+    /// and the text of a message Tether sent.
     mutating func remember(_ entry: TranscriptEntry) {
         if knownEntries[entry.id] == nil {
             knownOrder.append(entry.id)
-            if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired {
+            if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired, entry.isTethers {
                 sentMessages.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp))
             }
         }
         knownEntries[entry.id] = (entry.content, entry.status)
+        if let gatewayID = entry.gatewayID { publishedGatewayIDs[gatewayID] = entry.id }
         if knownOrder.count > Self.knownLimit {
             let excess = knownOrder.count - Self.knownLimit
             for id in knownOrder.prefix(excess) { knownEntries[id] = nil }
             knownOrder.removeFirst(excess)
         }
         if sentMessages.count > Self.knownLimit { sentMessages.removeFirst(sentMessages.count - Self.knownLimit) }
+        if publishedGatewayIDs.count > 2 * Self.knownLimit {
+            let kept = Set(knownOrder)
+            publishedGatewayIDs = publishedGatewayIDs.filter { kept.contains($0.value) }
+        }
     }
+}
+
+extension TranscriptEntry {
+    /// A message this Tether sent, not one read from the gateway's transcript (another
+    /// client's, or from before this Tether's time).
+    var isTethers: Bool { sender == .user && author == nil && gatewayID == nil && !id.value.hasPrefix("oc:") }
 }

@@ -262,6 +262,8 @@ public struct DeliveryStateMachine: Sendable {
     var sentMessages: [HistoryMerge.Sent] = []
     var knownEntries: [MessageID: (content: String, status: DeliveryStatus)] = [:]
     var knownOrder: [MessageID] = []
+    /// The ids entries of the gateway's transcript were published under, by their gateway id.
+    var publishedGatewayIDs: [String: MessageID] = [:]
     static let knownLimit = 2000
 
     public init(settings: Settings = Settings(), now: Date) {

@@ -5,18 +5,28 @@ public import TetherSchema
 public import TetherWire
 
 /// Reads an OpenClaw `chat.history` answer against what Tether knows: which of its messages
-/// the gateway has, and which entries of the gateway's transcript are not yet in Tether's.
+/// the gateway has, which replies answer them for certain, and which entries of the gateway's
+/// transcript are not yet in Tether's.
 ///
-/// The gateway's transcript carries no message id or idempotency key, so identity is decided
-/// here (docs/WIRE.md, "Matching history"):
-/// - a user message in history is one Tether sent when its text is the same and the gateway
-///   received it no earlier than Tether made it (times corrected by the clock offset measured
-///   at the handshake, with ``tolerance``); Tether's messages are matched oldest first, in
-///   order, each to one history entry;
-/// - the last assistant message after a user message is that message's reply, `<id>:reply`
-///   (the id a live `final` of the same run gets), earlier ones after it `<id>:reply-<n>`;
-/// - any other entry (sent by another client, or before this window) gets an id made of its
-///   role, time and text, `oc:<hash>`, the same on every reload.
+/// The gateway's transcript carries no message id, idempotency key or run id on a user entry,
+/// so identity is decided here (docs/WIRE.md, "Matching history"):
+/// - a user entry is one of Tether's messages when its text is the message's (or the last part
+///   of the gateway's rewrite of it after a restart), the gateway received it no earlier than
+///   Tether made it (times corrected by the clock offset, with ``tolerance``), and its sender
+///   label, where it has one, is Tether's; Tether's messages are matched oldest first, in order;
+///   entries another client sent keep their label as the entry's author;
+/// - a reply is attached to a message only when that is certain: the message's entry is the
+///   only one it could be (no other entry, and no other message of Tether's, of the same text in
+///   reach), and the turn before it had ended (the gateway wrote something after it), so that
+///   nothing of another run can follow the message. Then the last assistant entry of the turn
+///   is `<id>:reply` (the id a live `final` of the same run gets), earlier ones `<id>:reply-<n>`.
+///   Otherwise the turn's entries are shown without a claim and the message is said
+///   ``unclaimed``;
+/// - the entry the gateway injects for an aborted run names its run, and is that run's reply,
+///   incomplete; the model's own partial entry of the run is the same reply;
+/// - every other entry gets an id of its own, `oc:<digest>` of the gateway's entry id (or of
+///   its role, time and text where it has none): the same on every reload. An entry already
+///   published keeps the id it was published under, whatever window it is read in again.
 public struct HistoryMerge: Sendable, Equatable {
     /// A user message Tether sent (or knows from its transcript).
     public struct Sent: Sendable, Equatable {
@@ -31,6 +41,34 @@ public struct HistoryMerge: Sendable, Equatable {
         }
     }
 
+    /// What Tether knows when it reads a history answer.
+    public struct Context {
+        /// Tether's user messages, oldest first.
+        public var sent: [Sent]
+        /// The gateway's clock minus Tether's, in seconds.
+        public var clockOffset: TimeInterval
+        public var botName: String
+        /// The label the gateway gives the messages Tether sends; nil when not known.
+        public var ownLabel: String?
+        /// The transcript's content and status for an id, nil when it has none.
+        public var known: (MessageID) -> (content: String, status: DeliveryStatus)?
+        /// The id an entry of the gateway's (by its ``TranscriptEntry/gatewayID``) was published under.
+        public var published: (String) -> MessageID?
+
+        public init(
+            sent: [Sent], clockOffset: TimeInterval, botName: String, ownLabel: String? = nil,
+            known: @escaping (MessageID) -> (content: String, status: DeliveryStatus)? = { _ in nil },
+            published: @escaping (String) -> MessageID? = { _ in nil }
+        ) {
+            self.sent = sent
+            self.clockOffset = clockOffset
+            self.botName = botName
+            self.ownLabel = ownLabel
+            self.known = known
+            self.published = published
+        }
+    }
+
     /// How far a gateway time may lie before Tether's own, after the offset: clock jitter
     /// and the offset's own error.
     public static let tolerance: TimeInterval = 2
@@ -39,8 +77,11 @@ public struct HistoryMerge: Sendable, Equatable {
     public var found: Set<MessageID> = []
     /// Entries to publish: not in the transcript, or in it with other content or unfinished.
     public var entries: [TranscriptEntry] = []
-    /// Replies found for Tether's messages, by the message.
+    /// Replies found for Tether's messages, for certain, by the message: whole, or incomplete.
     public var replies: [MessageID: TranscriptEntry] = [:]
+    /// Tether's messages whose turn in the history has a reply that cannot be attached to
+    /// them for certain: the reply shown without a claim, by the message.
+    public var unclaimed: [MessageID: MessageID] = [:]
     /// When the window starts (Tether's clock), if the answer was cut at its limit: a message
     /// made before it and not found may still be in the gateway's transcript.
     public var windowStart: Date?
@@ -48,80 +89,230 @@ public struct HistoryMerge: Sendable, Equatable {
     /// The reply id of a message (a run of it).
     public static func replyID(of message: MessageID) -> MessageID { MessageID(message.value + ":reply") }
 
-    /// - Parameters:
-    ///   - sent: Tether's user messages, oldest first.
-    ///   - clockOffset: the gateway's clock minus Tether's, in seconds.
-    ///   - known: the transcript's content and status for an id, nil when it has none.
-    public static func merge(
-        _ history: [ChatTranscriptMessage], limit: Int, sent: [Sent], clockOffset: TimeInterval, botName: String,
-        known: (MessageID) -> (content: String, status: DeliveryStatus)?
-    ) -> HistoryMerge {
+    /// The first line of the user entry the gateway writes in place of the next message after
+    /// it restarted in the middle of a run: the orphaned message and the new one, merged.
+    static let rewriteHeader = "[Queued user message that arrived while the previous turn was still active]"
+
+    /// What a user entry says: for the gateway's rewrite after a restart, the parts it merged
+    /// (the orphaned messages, then the new one), each without its time; otherwise the text.
+    static func parts(of text: String) -> [String] {
+        guard text.hasPrefix(rewriteHeader + "\n\n") else { return [text] }
+        let body = text.dropFirst(rewriteHeader.count + 2)
+        return body.components(separatedBy: "\n\n\n").map { part in
+            // Each part starts with its time in brackets: `[Thu 2026-11-26 08:14 UTC] text`.
+            guard part.hasPrefix("["), let close = part.range(of: "] ") else { return part }
+            return String(part[close.upperBound...])
+        }
+    }
+
+    public static func merge(_ history: [ChatTranscriptMessage], limit: Int, context: Context) -> HistoryMerge {
         var result = HistoryMerge()
+        let cut = history.count >= limit
         func local(_ message: ChatTranscriptMessage) -> Date? {
-            message.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000 - clockOffset) }
+            message.timestamp.map { Date(timeIntervalSince1970: Double($0) / 1000 - context.clockOffset) }
         }
-        // Identities of the user messages, matched in order.
-        var identities: [Int: MessageID] = [:]
+        func time(_ message: ChatTranscriptMessage) -> Date { local(message) ?? Date(timeIntervalSince1970: 0) }
+        let sent = context.sent
+        let users = history.indices.filter { history[$0].role == "user" }
+        /// The text a user entry stands for: the new message of a rewrite, or its text.
+        let texts = Dictionary(uniqueKeysWithValues: users.map { ($0, parts(of: history[$0].text).last ?? "") })
+        /// Entries another client sent, by their label.
+        func author(_ index: Int) -> String? {
+            guard let label = history[index].senderLabel, let own = context.ownLabel, label != own else { return nil }
+            return label
+        }
+        func reaches(_ index: Int, _ candidate: Int) -> Bool {
+            guard let received = local(history[index]) else { return false }
+            return received >= sent[candidate].createdAt.addingTimeInterval(-tolerance)
+        }
+
+        // Tether's messages, matched oldest first, in order, each to one entry.
+        var owners: [Int: Int] = [:]  // history index → sent index
         var nextCandidate = 0
-        for (index, message) in history.enumerated() where message.role == "user" {
-            let text = message.text
-            let received = local(message)
-            var matched: Int?
-            for candidate in nextCandidate..<sent.count where sent[candidate].text == text {
-                guard let received, received >= sent[candidate].createdAt.addingTimeInterval(-tolerance) else { continue }
-                matched = candidate
-                break
+        for index in users where author(index) == nil {
+            let text = texts[index]
+            guard let matched = (nextCandidate..<sent.count).first(where: { same(text, sent[$0].text) && reaches(index, $0) }) else { continue }
+            owners[index] = matched
+            result.found.insert(sent[matched].id)
+            nextCandidate = matched + 1
+        }
+        let matchedSent = Set(owners.values)
+        /// A match is certain when nothing else of the same text could take its place: no other
+        /// entry that may be Tether's within the message's reach, no other message of Tether's
+        /// that the entry could be.
+        func certain(_ index: Int) -> Bool {
+            guard let candidate = owners[index] else { return false }
+            let text = sent[candidate].text
+            let rivalEntry = users.contains { other in
+                other != index && owners[other] == nil && author(other) == nil && same(texts[other], text) && reaches(other, candidate)
             }
-            if let matched {
-                identities[index] = sent[matched].id
-                result.found.insert(sent[matched].id)
-                nextCandidate = matched + 1
-            } else {
-                identities[index] = contentID(message)
+            let rivalMessage = sent.indices.contains { other in
+                other != candidate && !matchedSent.contains(other) && same(texts[index], sent[other].text) && reaches(index, other)
+            }
+            return !rivalEntry && !rivalMessage
+        }
+
+        // Turns: a user entry and the entries after it, up to the next user entry.
+        var turnOf: [Int: Int] = [:]  // history index → its turn's user entry
+        var current: Int?
+        var ended: Set<Int> = []  // user entries whose turn has anything after them
+        for index in history.indices {
+            if history[index].role == "user" {
+                current = index
+            } else if let turn = current {
+                turnOf[index] = turn
+                ended.insert(turn)
             }
         }
-        // Replies: the assistant messages with text between one user message and the next.
-        var owner: MessageID?
-        var span: [Int] = []
-        func closeSpan() {
-            defer { span = [] }
-            guard !span.isEmpty else { return }
-            for (position, index) in span.enumerated() {
+        /// The turn before a user entry ended before it began, or was the one the gateway merged
+        /// into it: nothing of another run can follow the entry.
+        func alone(_ index: Int) -> Bool {
+            guard let position = users.firstIndex(of: index) else { return false }
+            // The window's first: the session's first, or after the end of a turn the window cut.
+            guard position > 0 else { return !cut || index > 0 }
+            let previous = users[position - 1]
+            if ended.contains(previous) { return true }
+            let merged = parts(of: history[index].text).dropLast()
+            return merged.contains(history[previous].text)
+        }
+
+        func identity(of index: Int) -> MessageID {
+            context.published(gatewayID(history[index])) ?? contentID(history[index])
+        }
+        var published: [(index: Int, entry: TranscriptEntry)] = []
+        func publish(_ entry: TranscriptEntry, at index: Int) {
+            guard !published.contains(where: { $0.entry.id == entry.id }) else { return }
+            if let existing = context.known(entry.id), existing.status.rank >= entry.status.rank {
+                // The gateway shortens long entries in history: the whole text Tether has stays.
+                if existing.content == entry.content || shortened(entry.content, of: existing.content) { return }
+            }
+            published.append((index, entry))
+        }
+        func botEntry(_ index: Int, status: DeliveryStatus) -> TranscriptEntry {
+            let message = history[index]
+            return TranscriptEntry(
+                id: identity(of: index), sender: .bot(name: context.botName), content: message.text, timestamp: time(message), status: status,
+                detail: status == .incomplete ? abortedDetail : nil, gatewayID: gatewayID(message))
+        }
+
+        // User entries another client sent, or that Tether's transcript lacks: by their label,
+        // and an entry without one that is none of Tether's messages is another client's too.
+        for index in users where owners[index] == nil {
+            let message = history[index]
+            let sender = author(index) ?? (message.senderLabel == nil ? anotherClient : nil)
+            publish(
+                TranscriptEntry(
+                    id: identity(of: index), sender: .user, content: texts[index] ?? message.text, timestamp: time(message), status: .delivered,
+                    author: sender, gatewayID: gatewayID(message)),
+                at: index)
+        }
+
+        // The entry the gateway injects for an aborted run names the run: for one of Tether's,
+        // its message's reply, certain; the model's own partial entry of the run is the same reply.
+        let runs = Dictionary(sent.map { ($0.id.value, $0.id) }, uniquingKeysWith: { first, _ in first })
+        let injected = history.indices.filter { history[$0].abortedRunID != nil || history[$0].model == ChatTranscriptMessage.gatewayInjected }
+        var abortedRuns: [MessageID: Int] = [:]
+        for index in injected {
+            if let run = history[index].abortedRunID, let owner = runs[run] { abortedRuns[owner] = index }
+        }
+
+        // Replies, turn by turn.
+        for turn in users {
+            let owner = owners[turn].map { sent[$0].id }
+            let claimed = owner.map { abortedRuns[$0] != nil || certain(turn) && alone(turn) } ?? false
+            let spoken = history.indices.filter { index in
                 let message = history[index]
-                let id: MessageID
-                if let owner {
-                    id = position == span.count - 1 ? replyID(of: owner) : MessageID(owner.value + ":reply-\(position + 1)")
-                } else {
-                    id = contentID(message)
+                return turnOf[index] == turn && message.role == "assistant" && !message.text.isEmpty && !injected.contains(index)
+            }
+            if let owner, spoken.isEmpty, let index = abortedRuns[owner] {
+                // Stopped before the model's own entry was written: the injected one is all there is.
+                var entry = botEntry(index, status: .incomplete)
+                (entry.id, entry.inReplyTo, entry.attribution) = (replyID(of: owner), owner, .history)
+                result.replies[owner] = entry
+                publish(entry, at: index)
+            }
+            for (position, index) in spoken.enumerated() {
+                let message = history[index]
+                let last = position == spoken.count - 1
+                let stopped = message.stopReason == "aborted" || last && owner.map { abortedRuns[$0] != nil } == true
+                var entry = botEntry(index, status: stopped ? .incomplete : .received)
+                let ownReply = owner.map { last ? replyID(of: $0) : MessageID($0.value + ":reply-\(position + 1)") }
+                let earlier = context.published(gatewayID(message))
+                if let owner, let ownReply, claimed, earlier == nil || earlier == ownReply {
+                    (entry.id, entry.inReplyTo, entry.attribution) = (ownReply, owner, .history)
+                    if last { result.replies[owner] = entry }
+                } else if let owner, last {
+                    // Published live under the message's reply id already: the same reply.
+                    if earlier == nil, let live = context.known(replyID(of: owner)), live.content == entry.content {
+                        result.replies[owner] = entry
+                        continue
+                    }
+                    if earlier == replyID(of: owner) {
+                        result.replies[owner] = entry
+                        continue
+                    }
+                    result.unclaimed[owner] = entry.id
                 }
-                let entry = TranscriptEntry(
-                    id: id, sender: .bot(name: botName), content: message.text, timestamp: local(message) ?? Date(timeIntervalSince1970: 0),
-                    status: .received, inReplyTo: owner, attribution: owner == nil ? nil : .history)
-                if let owner, position == span.count - 1, result.found.contains(owner) { result.replies[owner] = entry }
-                if let existing = known(id), existing.content == entry.content, existing.status == .received { continue }
-                result.entries.append(entry)
+                publish(entry, at: index)
             }
         }
-        for (index, message) in history.enumerated() {
-            switch message.role {
-            case "user":
-                closeSpan()
-                let id = identities[index]
-                owner = id
-                guard let id, !result.found.contains(id), known(id) == nil else { continue }
-                result.entries.append(
-                    TranscriptEntry(
-                        id: id, sender: .user, content: message.text, timestamp: local(message) ?? Date(timeIntervalSince1970: 0), status: .delivered))
-            case "assistant" where !message.text.isEmpty:
-                span.append(index)
-            default:
-                break
+
+        // Another client's aborted run: its injected entry, listed before the run's user entry,
+        // unless the model's own partial entry of the run follows that user entry.
+        for index in injected where !history[index].text.isEmpty {
+            if let run = history[index].abortedRunID, runs[run] != nil { continue }
+            if let next = users.first(where: { $0 > index }),
+                history.indices.contains(where: { turnOf[$0] == next && history[$0].stopReason == "aborted" })
+            {
+                continue
+            }
+            publish(botEntry(index, status: .incomplete), at: index)
+        }
+
+        // What comes before the window's first user entry belongs to a turn the window cut off:
+        // shown only when the window holds the session's whole transcript.
+        if !cut {
+            for index in history.indices.prefix(while: { history[$0].role != "user" })
+            where history[index].role == "assistant" && !history[index].text.isEmpty && !injected.contains(index) {
+                publish(botEntry(index, status: history[index].stopReason == "aborted" ? .incomplete : .received), at: index)
             }
         }
-        closeSpan()
-        if history.count >= limit, let first = history.first.flatMap(local) { result.windowStart = first }
+        result.entries = published.sorted { $0.index < $1.index }.map(\.entry)
+        if cut, let first = history.first.flatMap(local) { result.windowStart = first }
         return result
     }
+
+    /// What the gateway appends to a text it shortened for `chat.history` (at 8,000 characters by default).
+    static let truncationMark = "\n...(truncated)..."
+
+    /// Whether a history entry's text is a message's: the same, or the same shortened by the
+    /// gateway, or the same once the time stamp the gateway strips from the start is gone.
+    static func same(_ historyText: String?, _ text: String) -> Bool {
+        guard let historyText else { return false }
+        if historyText == text || shortened(historyText, of: text) { return true }
+        let unstamped = withoutTimeStamp(text)
+        return unstamped != text && (historyText == unstamped || shortened(historyText, of: unstamped))
+    }
+
+    /// Whether `historyText` is `text` as the gateway shortens it.
+    static func shortened(_ historyText: String, of text: String) -> Bool {
+        guard historyText.hasSuffix(truncationMark) else { return false }
+        let kept = historyText.dropLast(truncationMark.count)
+        return !kept.isEmpty && text.count > kept.count && text.hasPrefix(kept)
+    }
+
+    /// A text without the time stamp the gateway strips from the start of a user entry
+    /// (`[Thu 2026-11-26 08:14 UTC] `).
+    static func withoutTimeStamp(_ text: String) -> String {
+        guard let match = text.prefixMatch(of: /\[[A-Za-z]{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\] */) else { return text }
+        return String(text[match.range.upperBound...])
+    }
+
+    /// The author of a message in the gateway's transcript that is none of Tether's and has no label.
+    public static let anotherClient = "another client"
+
+    /// Why a reply the history shows cut off is incomplete.
+    static let abortedDetail = "the reply was stopped before it was finished"
 
     /// The texts a gateway's overflow summary turn names: the messages its busy session's queue
     /// dropped at its cap, one line each (`- [Thu 2026-11-26 08:14 UTC] <text>`).
@@ -145,10 +336,20 @@ public struct HistoryMerge: Sendable, Equatable {
         return dropped
     }
 
-    /// The id of an entry Tether did not send: the same for the same role, time and text.
+    /// The gateway's own id of an entry: its `__openclaw.id`, or a digest of its role, time and
+    /// text where it gives none.
+    static func gatewayID(_ message: ChatTranscriptMessage) -> String {
+        if let id = message.entryID, !id.isEmpty { return id }
+        return "digest:" + digest("\(message.role)|\(message.timestamp.map(String.init) ?? "-")|\(message.text)")
+    }
+
+    /// The id of an entry Tether did not send: the same for the same gateway entry.
     static func contentID(_ message: ChatTranscriptMessage) -> MessageID {
-        let key = "\(message.role)|\(message.timestamp.map(String.init) ?? "-")|\(message.text)"
-        let digest = SHA256.hash(data: Data(key.utf8)).prefix(10).lowercaseHex
-        return MessageID("oc:" + digest)
+        if let id = message.entryID, !id.isEmpty { return MessageID("oc:" + digest("id|" + id)) }
+        return MessageID("oc:" + digest("\(message.role)|\(message.timestamp.map(String.init) ?? "-")|\(message.text)"))
+    }
+
+    private static func digest(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).prefix(10).lowercaseHex
     }
 }

@@ -178,7 +178,8 @@ public struct TranscriptStore: Sendable {
         if entry.sender != .user { try db.execute(sql: "DELETE FROM stream WHERE id = ?", arguments: [entry.id.value]) }
         let (senderType, senderName): (String, String?) =
             switch entry.sender {
-            case .user: ("user", nil)
+            // For a user message, the column holds who sent it when another client did.
+            case .user: ("user", entry.author)
             case .bot(let name): ("bot", name)
             }
         let revision = entry.revision ?? 0
@@ -282,13 +283,15 @@ public struct TranscriptStore: Sendable {
     private static func entry(from row: Row) -> TranscriptEntry {
         let senderType: String = row["senderType"]
         let sender: Sender = senderType == "bot" ? .bot(name: row["senderName"] ?? "") : .user
+        let author: String? = senderType == "bot" ? nil : row["senderName"]
         let inReplyTo: String? = row["inReplyTo"]
         let attribution: String? = row["attribution"]
         let revision: Int = row["revision"]
         return TranscriptEntry(
             id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
             status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
-            attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], revision: revision == 0 ? nil : revision)
+            attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], author: author,
+            revision: revision == 0 ? nil : revision)
     }
 
     // MARK: A damaged store

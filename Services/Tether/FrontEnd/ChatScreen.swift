@@ -234,10 +234,11 @@ public struct ChatScreen: Sendable {
         return rows
     }
 
-    /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`.
+    /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`, `openclaw-tui: hi` (another client's).
     static func text(of entry: TranscriptEntry) -> String {
         switch entry.sender {
         case .user:
+            if let author = entry.author { return "\(author): \(entry.content)" }
             return "You: \(entry.content)  \(entry.status.mark)"
         case .bot(let name):
             return "\(name.isEmpty ? "Bot" : name): \(entry.content)"

@@ -12,6 +12,9 @@ public enum SendOutcome: Sendable, Equatable {
     case deliveredWithoutReply(partial: StreamProgress?)
     /// Delivered; the reply was cut off and will not be completed (the gateway lost it).
     case replyIncomplete(TranscriptEntry)
+    /// Delivered, and its turn is over, but the reply that followed it cannot be attached to it
+    /// for certain: it is in the conversation without a claim. Why, in protod's words.
+    case replyUnclaimed(String)
     /// Committed to the outbox but not acknowledged within the time allowed, as protod said
     /// when asked at the end: queued (it stays in the outbox), sent (it may have reached the
     /// gateway) or accepted (the gateway holds it in a busy session's queue); with what protod
@@ -34,7 +37,7 @@ public enum SendOutcome: Sendable, Equatable {
     public var exitCode: TetherExitCode {
         switch self {
         case .replied: .success
-        case .deliveredWithoutReply, .replyIncomplete: .deliveredWithoutReply
+        case .deliveredWithoutReply, .replyIncomplete, .replyUnclaimed: .deliveredWithoutReply
         case .notDelivered, .unconfirmed, .unanswered, .failed: .notDone
         case .refused: .refused
         }
@@ -221,6 +224,7 @@ struct SendTracker: Sendable {
             if update.status == .failed || update.status == .expired || update.status == .cancelled {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
+            if update.unclaimedReply != nil { return .replyUnclaimed(update.detail ?? "the reply cannot be attached to it for certain") }
         case .conversationStream:
             guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == id else { return nil }
             partial = progress.following(partial) ?? partial

@@ -11,11 +11,13 @@ public struct TranscriptFormatter: Sendable {
         format: "\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits)",
         timeZone: .current, calendar: .current)
 
-    /// `12:00:01 you: hello [delivered]`, or `12:00:02 Opta: You said: hello`.
+    /// `12:00:01 you: hello [delivered]`, `12:00:02 Opta: You said: hello`, or, for a message
+    /// another client sent into the session, `12:00:03 openclaw-tui: hi`.
     public func line(for entry: TranscriptEntry) -> String {
         let time = entry.timestamp.formatted(Self.clock)
         switch entry.sender {
         case .user:
+            if let author = entry.author { return "\(time) \(author): \(entry.content)" }
             return "\(time) you: \(entry.content) [\(entry.status.rawValue)]"
         case .bot(let name):
             let suffix = entry.status == .incomplete ? " [incomplete" + (entry.detail.map { ": \($0)" } ?? "") + "]" : ""

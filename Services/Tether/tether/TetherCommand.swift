@@ -171,6 +171,8 @@ struct Send: AsyncParsableCommand {
             print(TerminalSafe.visible(entry.content))
             noteAttribution(entry.attribution)
             say("delivered, but the reply is incomplete: \(entry.detail ?? "it was cut off")")
+        case .replyUnclaimed(let why):
+            say("delivered, but no reply is printed: \(why) (tether watch shows the conversation)")
         case .notDelivered(let status, let detail):
             switch status {
             case .sent:

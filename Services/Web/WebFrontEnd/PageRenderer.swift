@@ -90,6 +90,10 @@ public struct PageRenderer: Sendable {
     private func item(_ entry: TranscriptEntry) -> String {
         switch entry.sender {
         case .user:
+            if let author = entry.author {
+                return
+                    #"<li class="other" data-id="\#(escape(entry.id.value))"><span class="who">\#(escape(author)):</span> <span class="text">\#(escape(entry.content))</span></li>"#
+            }
             let mark = entry.status.mark
             return
                 #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#

@@ -81,12 +81,21 @@ actor OpenClawGateway {
     struct Run {
         var sessionKey: String
         var aborted = false
+        /// The reply as far as it streamed: what an abort keeps.
+        var text = ""
+        /// The id of the run's user entry in the transcript.
+        var userEntryID: String?
     }
 
     struct Queued {
         var text: String
         var at: Date
+        var senderLabel: String?
     }
+
+    /// A session's user entry left without a reply by a restart in the middle of its run: the
+    /// next message's entry is written merged with it, as the gateway does.
+    private var orphans: [String: (text: String, at: Date)] = [:]
 
     init(settings: OpenClawGatewaySettings, token: String, bot: DemoBot, record: GatewayRecord, faults: FaultSwitch, logger: Logger) throws {
         self.settings = settings
@@ -97,6 +106,10 @@ actor OpenClawGateway {
         self.logger = logger
         self.devices = try PairedDevices(directory: settings.stateDirectory)
         if let directory = settings.stateDirectory { transcripts = Self.loadTranscripts(directory) }
+        for (session, entries) in transcripts {
+            guard let last = entries.last, last.role == "user", entries.contains(where: { $0.role == "assistant" }) else { continue }
+            orphans[session] = (last.text, Date(timeIntervalSince1970: Double(last.timestamp ?? 0) / 1000))
+        }
     }
 
     // MARK: Connections
@@ -145,8 +158,8 @@ actor OpenClawGateway {
             logger.notice("refused a connect", metadata: ["gateway.connection": "\(link.connection)", "gateway.error": "\(error.message)"])
             try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: error)))
             try? await link.close(code, reason: error.message)
-        case .accept(let hello, let deviceID, let scopes):
-            link.connected(protocolVersion: hello.protocol, scopes: scopes, deviceID: deviceID)
+        case .accept(let hello, let deviceID, let scopes, let label):
+            link.connected(protocolVersion: hello.protocol, scopes: scopes, deviceID: deviceID, senderLabel: label)
             links[link.connection] = link
             logger.info(
                 "client connected",
@@ -165,7 +178,7 @@ actor OpenClawGateway {
     }
 
     enum Admission {
-        case accept(HelloOk, deviceID: String, scopes: [String])
+        case accept(HelloOk, deviceID: String, scopes: [String], senderLabel: String)
         case refuse(GatewayErrorShape, WebSocketErrorCode)
     }
 
@@ -253,10 +266,13 @@ actor OpenClawGateway {
             auth: HelloOk.Auth(deviceToken: issued?.token, role: connect.role, scopes: connect.scopes, issuedAtMs: Self.milliseconds(Date())),
             policy: HelloOk.Policy(
                 maxPayload: settings.maximumPayload, maxBufferedBytes: 16 << 20, tickIntervalMs: Int((settings.tickInterval.inSeconds * 1000).rounded())))
-        return .accept(hello, deviceID: device.id, scopes: connect.scopes)
+        let label = OpenClawProtocol.senderLabel(displayName: connect.client.displayName, clientID: connect.client.id)
+        return .accept(hello, deviceID: device.id, scopes: connect.scopes, senderLabel: label)
     }
 
     static let mainSessionKey = "agent:main:main"
+    /// The model its assistant entries name.
+    static let model = "tether-dev-echo"
     static let methods = ["health", "chat.send", "chat.history", "chat.abort", "sessions.list"]
 
     /// Approves a pending pairing request; the device's id, or nil when there is no such request.
@@ -382,11 +398,11 @@ actor OpenClawGateway {
         _ = await record.add(id: key, content: send.message, connection: link.connection, keepingRepeats: true)
         let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
         if isBusy(session) {
-            enqueue(Queued(text: send.message, at: Date()), in: session)
+            enqueue(Queued(text: send.message, at: Date(), senderLabel: link.senderLabel), in: session)
             finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
             return (started, (key, session))
         }
-        start(key, message: send.message, sessionKey: session)
+        start(key, message: send.message, sessionKey: session, senderLabel: link.senderLabel)
         return (started, nil)
     }
 
@@ -417,10 +433,15 @@ actor OpenClawGateway {
         queues[session] = queue
     }
 
-    /// Starts a run: its user entry joins the transcript as its turn starts.
-    private func start(_ runID: String, message: String, sessionKey: String) {
-        activeRuns[runID] = Run(sessionKey: sessionKey)
-        append(ChatTranscriptMessage(role: "user", text: message, timestamp: Self.milliseconds(Date())), to: sessionKey)
+    /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
+    /// session's orphan after a restart in the middle of a run).
+    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?) {
+        var entry = message
+        if let orphan = orphans.removeValue(forKey: sessionKey) {
+            entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
+        }
+        let id = append(ChatTranscriptMessage(role: "user", text: entry, timestamp: Self.milliseconds(Date()), senderLabel: senderLabel), to: sessionKey)
+        activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: id)
         Task {
             await self.run(runID, message: message, sessionKey: sessionKey)
             await self.runEnded(in: sessionKey)
@@ -433,25 +454,35 @@ actor OpenClawGateway {
         guard hasWaiting(session) else { return }
         try? await Task.sleep(for: settings.followUpDelay)
         guard !hasActiveRun(session) else { return }
-        let turn: String
+        let turn: Queued
         if var queue = queues[session], !queue.isEmpty {
-            turn = queue.removeFirst().text
+            turn = queue.removeFirst()
             queues[session] = queue.isEmpty ? nil : queue
         } else if let dropped = overflow.removeValue(forKey: session) {
-            turn = Self.overflowSummary(dropped)
+            turn = Queued(text: Self.overflowSummary(dropped), at: Date(), senderLabel: dropped.last?.senderLabel)
         } else {
             return
         }
-        start(UUID().uuidString.lowercased(), message: turn, sessionKey: session)
+        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel)
     }
 
-    /// The user entry of the turn after an overflowing queue ran: the gateway's own words.
-    static func overflowSummary(_ dropped: [Queued]) -> String {
+    /// How the gateway's time stamps read: `Thu 2026-11-26 08:14 UTC`.
+    static func stamp(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "EEE yyyy-MM-dd HH:mm 'UTC'"
-        let lines = dropped.map { "- [\(formatter.string(from: $0.at))] \($0.text)" }.joined(separator: "\n")
+        return formatter.string(from: date)
+    }
+
+    /// The user entry written in place of a message that follows a run a restart cut off.
+    static func orphanRewrite(orphan: String, at orphanedAt: Date, message: String, now: Date) -> String {
+        "[Queued user message that arrived while the previous turn was still active]\n\n[\(stamp(orphanedAt))] \(orphan)\n\n\n[\(stamp(now))] \(message)"
+    }
+
+    /// The user entry of the turn after an overflowing queue ran: the gateway's own words.
+    static func overflowSummary(_ dropped: [Queued]) -> String {
+        let lines = dropped.map { "- [\(stamp($0.at))] \($0.text)" }.joined(separator: "\n")
         return "[Queued messages while agent was busy]\n\n[Queue overflow] Dropped \(dropped.count) messages due to cap.\nSummary:\n\(lines)"
     }
 
@@ -470,6 +501,7 @@ actor OpenClawGateway {
             guard activeRuns[runID]?.aborted == false else { return }
             text += piece
             runSequence += 1
+            activeRuns[runID]?.text = text
             let cumulative = text
             await agentEvent(runID, sessionKey: sessionKey, stream: "assistant", data: ["text": .string(cumulative), "delta": .string(piece)])
             await broadcast(droppable: true) { version in
@@ -482,7 +514,9 @@ actor OpenClawGateway {
         }
         guard activeRuns[runID]?.aborted == false else { return }
         let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: Self.milliseconds(Date()), stopReason: "stop")
-        append(final, to: sessionKey)
+        var stored = final
+        stored.model = Self.model
+        append(stored, to: sessionKey)
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
         expireFinishedRuns()
@@ -501,7 +535,8 @@ actor OpenClawGateway {
             if attempt > 1 { try? await Task.sleep(for: settings.modelRetryDelay) }
             guard activeRuns[runID]?.aborted == false else { return }
             append(
-                ChatTranscriptMessage(role: "assistant", text: "", timestamp: Self.milliseconds(Date()), stopReason: "error", errorMessage: error),
+                ChatTranscriptMessage(
+                    role: "assistant", text: "", timestamp: Self.milliseconds(Date()), stopReason: "error", errorMessage: error, model: Self.model),
                 to: sessionKey)
             await agentEvent(
                 runID, sessionKey: sessionKey, stream: "lifecycle",
@@ -529,6 +564,16 @@ actor OpenClawGateway {
     private func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
         let chosen = activeRuns.filter { $0.value.sessionKey == sessionKey && (runID == nil || $0.key == runID) }.map(\.key).sorted()
         for id in chosen {
+            if let run = activeRuns[id], !run.text.isEmpty {
+                // As the gateway: its own entry with the text so far, listed before the run's user
+                // entry, then the model's partial entry.
+                let now = Self.milliseconds(Date())
+                insert(
+                    ChatTranscriptMessage(
+                        role: "assistant", text: run.text, timestamp: now, stopReason: "stop", model: ChatTranscriptMessage.gatewayInjected, abortedRunID: id),
+                    before: run.userEntryID, in: sessionKey)
+                append(ChatTranscriptMessage(role: "assistant", text: run.text, timestamp: now, stopReason: "aborted", model: Self.model), to: sessionKey)
+            }
             activeRuns[id] = nil
             finishedRuns[id] = (ChatSendResult(runId: id, status: "ok"), true, Date())
             await broadcast(droppable: false) { _ in
@@ -580,9 +625,16 @@ actor OpenClawGateway {
         return id
     }
 
-    private func append(_ message: ChatTranscriptMessage, to sessionKey: String) {
+    /// Adds an entry at the end of a session's transcript, with an id and place of its own
+    /// (`__openclaw`, as history shows them); returns its id.
+    @discardableResult
+    private func append(_ message: ChatTranscriptMessage, to sessionKey: String) -> String {
+        var message = message
+        let id = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8))
+        message.entryID = id
+        message.entrySequence = (transcripts[sessionKey]?.count ?? 0) + 1
         transcripts[sessionKey, default: []].append(message)
-        guard let directory = settings.stateDirectory, var line = try? JSONEncoder().encode(message) else { return }
+        guard let directory = settings.stateDirectory, var line = try? JSONEncoder().encode(message) else { return id }
         line.append(0x0A)
         let path = Self.transcriptPath(directory, sessionKey)
         if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
@@ -591,6 +643,25 @@ actor OpenClawGateway {
             handle.write(line)
             try? handle.close()
         }
+        return id
+    }
+
+    /// Adds an entry before another (at the end when there is no such entry) and writes the
+    /// session's transcript anew.
+    private func insert(_ message: ChatTranscriptMessage, before entryID: String?, in sessionKey: String) {
+        var entries = transcripts[sessionKey] ?? []
+        guard let position = entries.firstIndex(where: { $0.entryID == entryID }) else {
+            append(message, to: sessionKey)
+            return
+        }
+        var message = message
+        message.entryID = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8))
+        entries.insert(message, at: position)
+        for index in entries.indices { entries[index].entrySequence = index + 1 }
+        transcripts[sessionKey] = entries
+        guard let directory = settings.stateDirectory else { return }
+        let lines = entries.compactMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
+        _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data(lines.utf8))
     }
 
     private static func transcriptPath(_ directory: String, _ sessionKey: String) -> String {

@@ -18,6 +18,8 @@ final class OpenClawLink: Sendable {
         var protocolVersion: Int?
         var scopes: Set<String> = []
         var deviceID: String?
+        /// The label history gives the client's messages (`senderLabel`).
+        var senderLabel: String?
         /// The last event sequence number sent on this connection.
         var sequence = 0
         var framesSent = 0
@@ -33,13 +35,16 @@ final class OpenClawLink: Sendable {
     var protocolVersion: Int? { state.withLock { $0.protocolVersion } }
     var isConnected: Bool { state.withLock { $0.protocolVersion != nil && !$0.closed } }
 
-    func connected(protocolVersion: Int, scopes: [String], deviceID: String) {
+    func connected(protocolVersion: Int, scopes: [String], deviceID: String, senderLabel: String) {
         state.withLock { state in
             state.protocolVersion = protocolVersion
             state.scopes = Set(scopes)
             state.deviceID = deviceID
+            state.senderLabel = senderLabel
         }
     }
+
+    var senderLabel: String? { state.withLock { $0.senderLabel } }
 
     func allows(_ scope: String) -> Bool {
         state.withLock {

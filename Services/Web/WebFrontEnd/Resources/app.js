@@ -79,13 +79,14 @@ function render() {
 
 function item(entry, streaming) {
   const li = document.createElement("li");
-  const mine = entry.sender && entry.sender.type === "user";
-  li.className = mine ? "user" : "bot";
+  const other = entry.sender && entry.sender.type === "user" && entry.author;
+  const mine = entry.sender && entry.sender.type === "user" && !other;
+  li.className = mine ? "user" : other ? "other" : "bot";
   li.dataset.id = entry.id.value;
   if (entry.inReplyTo) li.dataset.replyTo = entry.inReplyTo.value;
   const who = document.createElement("span");
   who.className = "who";
-  who.textContent = mine ? "You:" : (entry.sender.name || botName) + ":";
+  who.textContent = mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":";
   const text = document.createElement("span");
   text.className = "text" + (streaming ? " streaming" : "");
   text.textContent = entry.content;
