@@ -227,7 +227,10 @@ import Glibc
         #expect(send.standardError.contains("the reply was stopped (chat.abort)"), "\(send.standardError)")
         #expect(send.standardOutput.hasPrefix("You said: w1 w2"), "as far as it came: \(send.standardOutput)")
         #expect(try set.tether(["abort"]).standardOutput == "no reply was running\n")
-        #expect(set.openClawTranscript(session: "agent:main:work").first?.text == words.joined(separator: " "))
+        let work = set.openClawTranscript(session: "agent:main:work")
+        #expect(work.first { $0.role == "user" }?.text == words.joined(separator: " "))
+        // As the real gateway: the stopped run's text, once as its own entry before the user's, once as the model's.
+        #expect(work.map(\.role) == ["assistant", "user", "assistant"] && work.first?.text.hasPrefix("You said: w1") == true, "\(work)")
         #expect(set.openClawTranscript().isEmpty, "sent to the main session instead")
         let sessions = try set.tether(["sessions"])
         #expect(sessions.status == 0 && sessions.standardOutput.contains("* agent:main:work"), "\(sessions.standardOutput) \(sessions.standardError)")
