@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Testing
 import TetherBus
 import TetherSchema
@@ -21,7 +20,7 @@ import TetherWire
         #expect(send.status == 0 && send.standardOutput == "You said: sent from here\n", "\(send.status ?? -1) \(send.standardError)")
         // Each reconnect reads the history again.
         for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
-        let bus = try BusClient(source: "history-test", runDirectory: set.run.runDirectory, logger: Logger(label: "history-test"))
+        let bus = try set.busClient("history-test")
         defer { Task { await bus.close() } }
         let settled = await eventually(timeout: .seconds(15)) {
             let entries = (try? await bus.request(TranscriptCommand.self, .init(limit: 100)).entries) ?? []

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Testing
 import TetherBus
 import TetherSchema
@@ -14,10 +13,6 @@ import Glibc
 /// doing on the wire (../shared/openclaw/REAL-GATEWAY.md): a session key as a person writes it,
 /// a model that fails, events numbered for every client of the gateway, a busy session.
 @Suite(.serialized) struct RealGatewayBehaviourTests {
-    static func client(_ set: ComposedSet) throws -> BusClient {
-        try BusClient(source: "real-gateway-test", runDirectory: set.run.runDirectory, logger: Logger(label: "real-gateway-test"))
-    }
-
     @Test func aSessionKeyAsAPersonWritesItGetsItsReplies() async throws {
         let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_SESSION": "side"])
         defer { set.stop() }
@@ -31,7 +26,7 @@ import Glibc
         let set = try await ComposedSet.openClaw(
             protocols: "3", faults: #"{"modelFailure": true}"#, environment: ["TETHER_REPLY_STALL": "3", "TETHER_GATEWAY_MODEL_RETRY": "0.5"])
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("real-gateway-test")
         let bot = try await BusRecorder<BotActivity>(bus: bus, topic: .botState)
         let started = ContinuousClock.now
         let send = try set.tether(["send", "--timeout", "30", "are", "you", "there"], timeout: .seconds(40))
@@ -50,7 +45,7 @@ import Glibc
     @Test func anotherDevicePairingIsAGapThatLosesNothing() async throws {
         let set = try await ComposedSet.openClaw(protocols: "3")
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("real-gateway-test")
         let diagnostics = try await BusRecorder<DiagnosticEvent>(bus: bus, topic: .diagnostic)
         #expect(try set.tether(["send", "before"]).status == 0)
         var others: [OtherOpenClawClient] = []
@@ -76,7 +71,7 @@ import Glibc
         defer { set.stop() }
         let other = try await OtherOpenClawClient(port: set.port, token: try set.gatewayToken)
         defer { other.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("real-gateway-test")
         let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
         let texts = (1...30).map { "concurrent message \($0)" }
         let senders = try texts.map { text in
@@ -121,7 +116,7 @@ extension RealGatewayBehaviourTests {
         let set = try await ComposedSet.openClaw(protocols: "3")
         defer { set.stop() }
         #expect(try set.tether(["send", "before", "the", "rotation"]).status == 0)
-        let bus = try Self.client(set)
+        let bus = try set.busClient("real-gateway-test")
         let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
         try await postToGateway(port: set.port, token: try set.gatewayToken, path: "/admin/token", #"{"token": "the-gateway-s-new-token"}"#)
         let rotatedAt = ContinuousClock.now

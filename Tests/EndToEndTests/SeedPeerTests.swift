@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import Testing
 import TetherBus
 import TetherSchema
@@ -14,15 +13,11 @@ import Glibc
 /// development gateway as a seed-only peer (`strictSeed`: no duplicate suppression, no
 /// session resume, no `replyTo`, one message at a time, each acknowledged after its reply).
 @Suite(.serialized) struct SeedPeerTests {
-    static func client(_ set: ComposedSet) throws -> BusClient {
-        try BusClient(source: "seed-peer-test", runDirectory: set.run.runDirectory, logger: Logger(label: "seed-peer-test"))
-    }
-
     @Test func acknowledgementsSlowerThanEveryTimeoutAnswerEachMessageOnce() async throws {
         // 11 s: past the retry policy's 10 s, the 2 s probe and its 2 s deadline.
         let set = try await ComposedSet.seedPeer(faults: #", "acknowledgementDelayMilliseconds": 11000"#)
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("seed-peer-test")
         let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
         let diagnostics = try await BusRecorder<DiagnosticEvent>(bus: bus, topic: .diagnostic)
         let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
@@ -47,7 +42,7 @@ import Glibc
     @Test func aFullQueueRefusesAtSendTimeAndNothingThatReachedTheGatewayIsSaidToHaveFailed() async throws {
         let set = try await ComposedSet.seedPeer(environment: ["TETHER_CHUNK_DELAY": "1"])
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("seed-peer-test")
         let deliveries = try await BusRecorder<DeliveryUpdate>(bus: bus, topic: .conversationDelivery)
         // 200 sent far faster than a gateway answering one at a time acknowledges them: each is
         // written at once, so none waits to be written and none is refused.
@@ -92,7 +87,7 @@ import Glibc
     @Test func aReplyWhoseFinalChunkNeverComesIsIncomplete() async throws {
         let set = try await ComposedSet.seedPeer(faults: #", "omitFinalChunk": true"#, environment: ["TETHER_REPLY_STALL": "3"])
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("seed-peer-test")
         let botStates = try await BusRecorder<BotStateUpdate>(bus: bus, topic: .botState)
         let send = try set.tether(["send", "--timeout", "30", "never", "finished"], timeout: .seconds(40))
         #expect(send.status == 3, "tether send: \(send.standardError)")
@@ -124,7 +119,7 @@ import Glibc
     @Test func aReplyCutByAGatewayRestartIsIncompleteAtOnce() async throws {
         let set = try await ComposedSet.seedPeer()
         defer { set.stop() }
-        let bus = try Self.client(set)
+        let bus = try set.busClient("seed-peer-test")
         let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
         let botStates = try await BusRecorder<BotStateUpdate>(bus: bus, topic: .botState)
         let words = (1...300).map { "w\($0)" }

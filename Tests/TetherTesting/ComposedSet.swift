@@ -1,4 +1,6 @@
 import Foundation
+public import Logging
+public import TetherBus
 
 #if canImport(Glibc)
 import Glibc
@@ -62,6 +64,11 @@ public final class ComposedSet {
             Programs.path("tether-compose"), arguments + ["--run-dir", run.path], outputDirectory: outputs.path, name: "compose-\(arguments[0])")
         try process.waitForExit(timeout: timeout)
         return process
+    }
+
+    /// A bus client of the set's bus, named `source` on the bus and in its log.
+    public func busClient(_ source: String) throws -> BusClient {
+        try BusClient(source: source, runDirectory: run.runDirectory, logger: Logger(label: source))
     }
 
     /// Runs a front-end command against the set and waits for it.

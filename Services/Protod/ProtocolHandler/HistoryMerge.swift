@@ -152,26 +152,25 @@ public struct HistoryMerge: Sendable, Equatable {
             return !rivalEntry && !rivalMessage
         }
 
-        // Turns: a user entry and the entries after it, up to the next user entry.
-        var turnOf: [Int: Int] = [:]  // history index → its turn's user entry
+        // Turns: a user entry and the entries after it, up to the next user entry; a turn with
+        // any entry after its user entry has ended.
+        var members: [Int: [Int]] = [:]  // a turn's user entry → the entries after it
         var current: Int?
-        var ended: Set<Int> = []  // user entries whose turn has anything after them
         for index in history.indices {
             if history[index].role == "user" {
                 current = index
             } else if let turn = current {
-                turnOf[index] = turn
-                ended.insert(turn)
+                members[turn, default: []].append(index)
             }
         }
         /// The turn before a user entry ended before it began, or was the one the gateway merged
         /// into it: nothing of another run can follow the entry.
-        func alone(_ index: Int) -> Bool {
-            guard let position = users.firstIndex(of: index) else { return false }
+        func alone(_ position: Int) -> Bool {
+            let index = users[position]
             // The window's first: the session's first, or after the end of a turn the window cut.
             guard position > 0 else { return !cut || index > 0 }
             let previous = users[position - 1]
-            if ended.contains(previous) { return true }
+            if members[previous] != nil { return true }
             let merged = parts(of: history[index].text).dropLast()
             return merged.contains(history[previous].text)
         }
@@ -180,13 +179,15 @@ public struct HistoryMerge: Sendable, Equatable {
             context.published(gatewayID(history[index])) ?? contentID(history[index])
         }
         var published: [(index: Int, entry: TranscriptEntry)] = []
+        var publishedIDs: Set<MessageID> = []
         func publish(_ entry: TranscriptEntry, at index: Int) {
-            guard !published.contains(where: { $0.entry.id == entry.id }) else { return }
+            guard !publishedIDs.contains(entry.id) else { return }
             if let existing = context.known(entry.id), existing.status.rank >= entry.status.rank {
                 // The gateway shortens long entries in history: the whole text Tether has stays.
                 if existing.content == entry.content || shortened(entry.content, of: existing.content) { return }
             }
             published.append((index, entry))
+            publishedIDs.insert(entry.id)
         }
         func botEntry(_ index: Int, status: DeliveryStatus) -> TranscriptEntry {
             let message = history[index]
@@ -210,19 +211,19 @@ public struct HistoryMerge: Sendable, Equatable {
         // The entry the gateway injects for an aborted run names the run: for one of Tether's,
         // its message's reply, certain; the model's own partial entry of the run is the same reply.
         let runs = Dictionary(sent.map { ($0.id.value, $0.id) }, uniquingKeysWith: { first, _ in first })
-        let injected = history.indices.filter { history[$0].abortedRunID != nil || history[$0].model == ChatTranscriptMessage.gatewayInjected }
+        let injected = Set(history.indices.filter { history[$0].abortedRunID != nil || history[$0].model == ChatTranscriptMessage.gatewayInjected })
         var abortedRuns: [MessageID: Int] = [:]
         for index in injected {
             if let run = history[index].abortedRunID, let owner = runs[run] { abortedRuns[owner] = index }
         }
 
         // Replies, turn by turn.
-        for turn in users {
+        for (position, turn) in users.enumerated() {
             let owner = owners[turn].map { sent[$0].id }
-            let claimed = owner.map { abortedRuns[$0] != nil || certain(turn) && alone(turn) } ?? false
-            let spoken = history.indices.filter { index in
+            let claimed = owner.map { abortedRuns[$0] != nil || certain(turn) && alone(position) } ?? false
+            let spoken = (members[turn] ?? []).filter { index in
                 let message = history[index]
-                return turnOf[index] == turn && message.role == "assistant" && !message.text.isEmpty && !injected.contains(index)
+                return message.role == "assistant" && !message.text.isEmpty && !injected.contains(index)
             }
             if let owner, spoken.isEmpty, let index = abortedRuns[owner] {
                 // Stopped before the model's own entry was written: the injected one is all there is.
@@ -259,10 +260,10 @@ public struct HistoryMerge: Sendable, Equatable {
 
         // Another client's aborted run: its injected entry, listed before the run's user entry,
         // unless the model's own partial entry of the run follows that user entry.
-        for index in injected where !history[index].text.isEmpty {
+        for index in injected.sorted() where !history[index].text.isEmpty {
             if let run = history[index].abortedRunID, runs[run] != nil { continue }
             if let next = users.first(where: { $0 > index }),
-                history.indices.contains(where: { turnOf[$0] == next && history[$0].stopReason == "aborted" })
+                members[next]?.contains(where: { history[$0].stopReason == "aborted" }) == true
             {
                 continue
             }

@@ -630,7 +630,7 @@ actor OpenClawGateway {
     @discardableResult
     private func append(_ message: ChatTranscriptMessage, to sessionKey: String) -> String {
         var message = message
-        let id = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8))
+        let id = Self.newEntryID()
         message.entryID = id
         message.entrySequence = (transcripts[sessionKey]?.count ?? 0) + 1
         transcripts[sessionKey, default: []].append(message)
@@ -655,7 +655,7 @@ actor OpenClawGateway {
             return
         }
         var message = message
-        message.entryID = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8))
+        message.entryID = Self.newEntryID()
         entries.insert(message, at: position)
         for index in entries.indices { entries[index].entrySequence = index + 1 }
         transcripts[sessionKey] = entries
@@ -663,6 +663,9 @@ actor OpenClawGateway {
         let lines = entries.compactMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
         _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data(lines.utf8))
     }
+
+    /// A transcript entry's id, eight hex digits as the gateway's.
+    private static func newEntryID() -> String { String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8)) }
 
     private static func transcriptPath(_ directory: String, _ sessionKey: String) -> String {
         let safe = Base64URL.encode(Data(sessionKey.utf8))
