@@ -210,6 +210,23 @@ public enum OpenClawProtocol {
         return "\(displayName) (\(clientID))"
     }
 
+    /// The first line of the user entry a gateway writes in place of the next message after it
+    /// restarted in the middle of a run: the orphaned message and the new one, merged.
+    public static let restartRewriteHeader = "[Queued user message that arrived while the previous turn was still active]"
+
+    /// What a user entry in history says: for the gateway's rewrite after a restart, the parts
+    /// it merged (the orphaned messages, then the new one), each without its time stamp;
+    /// otherwise the text itself.
+    public static func rewriteParts(of text: String) -> [String] {
+        guard text.hasPrefix(restartRewriteHeader + "\n\n") else { return [text] }
+        let body = text.dropFirst(restartRewriteHeader.count + 2)
+        return body.components(separatedBy: "\n\n\n").map { part in
+            // Each part starts with its time in brackets: `[Thu 2026-11-26 08:14 UTC] text`.
+            guard part.hasPrefix("["), let close = part.firstRange(of: "] ") else { return part }
+            return String(part[close.upperBound...])
+        }
+    }
+
     /// The label of the messages Tether sends: `Tether (cli)`.
     public static var ownSenderLabel: String { senderLabel(displayName: displayName, clientID: clientID) }
     public static let role = "operator"

@@ -238,7 +238,7 @@ import TetherWire
     @Test func theRewriteIsReadIntoItsParts() {
         let text =
             "[Queued user message that arrived while the previous turn was still active]\n\n[Thu 2026-11-26 08:14 UTC] a\nb\n\n\n[Thu 2026-11-26 08:15 UTC] c"
-        #expect(HistoryMerge.parts(of: text) == ["a\nb", "c"])
-        #expect(HistoryMerge.parts(of: "plain") == ["plain"])
+        #expect(OpenClawProtocol.rewriteParts(of: text) == ["a\nb", "c"])
+        #expect(OpenClawProtocol.rewriteParts(of: "plain") == ["plain"])
     }
 }

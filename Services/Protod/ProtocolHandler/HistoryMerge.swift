@@ -89,22 +89,6 @@ public struct HistoryMerge: Sendable, Equatable {
     /// The reply id of a message (a run of it).
     public static func replyID(of message: MessageID) -> MessageID { MessageID(message.value + ":reply") }
 
-    /// The first line of the user entry the gateway writes in place of the next message after
-    /// it restarted in the middle of a run: the orphaned message and the new one, merged.
-    static let rewriteHeader = "[Queued user message that arrived while the previous turn was still active]"
-
-    /// What a user entry says: for the gateway's rewrite after a restart, the parts it merged
-    /// (the orphaned messages, then the new one), each without its time; otherwise the text.
-    static func parts(of text: String) -> [String] {
-        guard text.hasPrefix(rewriteHeader + "\n\n") else { return [text] }
-        let body = text.dropFirst(rewriteHeader.count + 2)
-        return body.components(separatedBy: "\n\n\n").map { part in
-            // Each part starts with its time in brackets: `[Thu 2026-11-26 08:14 UTC] text`.
-            guard part.hasPrefix("["), let close = part.range(of: "] ") else { return part }
-            return String(part[close.upperBound...])
-        }
-    }
-
     public static func merge(_ history: [ChatTranscriptMessage], limit: Int, context: Context) -> HistoryMerge {
         var result = HistoryMerge()
         let cut = history.count >= limit
@@ -115,7 +99,7 @@ public struct HistoryMerge: Sendable, Equatable {
         let sent = context.sent
         let users = history.indices.filter { history[$0].role == "user" }
         /// The text a user entry stands for: the new message of a rewrite, or its text.
-        let texts = Dictionary(uniqueKeysWithValues: users.map { ($0, parts(of: history[$0].text).last ?? "") })
+        let texts = Dictionary(uniqueKeysWithValues: users.map { ($0, OpenClawProtocol.rewriteParts(of: history[$0].text).last ?? "") })
         /// Entries another client sent, by their label.
         func author(_ index: Int) -> String? {
             guard let label = history[index].senderLabel, let own = context.ownLabel, label != own else { return nil }
@@ -171,7 +155,7 @@ public struct HistoryMerge: Sendable, Equatable {
             guard position > 0 else { return !cut || index > 0 }
             let previous = users[position - 1]
             if members[previous] != nil { return true }
-            let merged = parts(of: history[index].text).dropLast()
+            let merged = OpenClawProtocol.rewriteParts(of: history[index].text).dropLast()
             return merged.contains(history[previous].text)
         }
 

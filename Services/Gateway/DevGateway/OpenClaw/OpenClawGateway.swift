@@ -477,7 +477,7 @@ actor OpenClawGateway {
 
     /// The user entry written in place of a message that follows a run a restart cut off.
     static func orphanRewrite(orphan: String, at orphanedAt: Date, message: String, now: Date) -> String {
-        "[Queued user message that arrived while the previous turn was still active]\n\n[\(stamp(orphanedAt))] \(orphan)\n\n\n[\(stamp(now))] \(message)"
+        "\(OpenClawProtocol.restartRewriteHeader)\n\n[\(stamp(orphanedAt))] \(orphan)\n\n\n[\(stamp(now))] \(message)"
     }
 
     /// The user entry of the turn after an overflowing queue ran: the gateway's own words.
