@@ -127,10 +127,14 @@ public enum TranscriptCommand: BusCommand {
         public var limit: Int
         /// Only entries before this position (from an earlier reply's `nextBefore`); nil for the newest.
         public var before: Int?
+        /// OpenClaw: only the entries of this session (its canonical key, as `conv.session`
+        /// says it), and those that name none; nil: of the session `conv.session` said last.
+        public var session: String?
 
-        public init(limit: Int = 1000, before: Int? = nil) {
+        public init(limit: Int = 1000, before: Int? = nil, session: String? = nil) {
             self.limit = limit
             self.before = before
+            self.session = session
         }
     }
 
@@ -161,10 +165,13 @@ public enum SnapshotCommand: BusCommand {
         public var frontEnd: String
         /// The most transcript entries to return (at most ``TranscriptCommand/pageLimit``).
         public var limit: Int
+        /// OpenClaw: only the transcript of this session (see ``TranscriptCommand/Request/session``).
+        public var session: String?
 
-        public init(frontEnd: String, limit: Int = TranscriptCommand.pageLimit) {
+        public init(frontEnd: String, limit: Int = TranscriptCommand.pageLimit, session: String? = nil) {
             self.frontEnd = frontEnd
             self.limit = limit
+            self.session = session
         }
     }
 
@@ -177,12 +184,19 @@ public enum SnapshotCommand: BusCommand {
         public var transcript: TranscriptCommand.Reply
         /// Replies still streaming, as far as they came, in the order they started.
         public var streaming: [StreamProgress]
+        /// The conversation as `conv.session` said it last, whose transcript this is when the
+        /// request named no session; nil before protod ever said.
+        public var session: ConversationSession?
 
-        public init(display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply, streaming: [StreamProgress] = []) {
+        public init(
+            display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply, streaming: [StreamProgress] = [],
+            session: ConversationSession? = nil
+        ) {
             self.display = display
             self.identity = identity
             self.transcript = transcript
             self.streaming = streaming
+            self.session = session
         }
     }
 }
@@ -403,6 +417,46 @@ public enum SessionsCommand: BusCommand {
             self.sessions = sessions
             self.current = current
         }
+    }
+}
+
+/// Chat in another session of the gateway (OpenClaw), without restarting anything. The
+/// choice is kept across restarts of protod (until its `--session` changes). Messages sent
+/// before it still go to the session they were sent in: Tether goes over once they are
+/// answered, and what is sent meanwhile waits in the outbox.
+public enum SessionUseCommand: BusCommand {
+    public static let method = "session.use"
+    public static let endpoint = Endpoints.protocolHandler
+
+    public struct Request: Codable, Sendable {
+        /// The session as a person writes it (`side`, `main`) or its canonical key (`agent:main:side`).
+        public var key: String
+
+        public init(key: String) {
+            self.key = key
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// The conversation as protod publishes it now on `conv.session`; nil before any
+        /// OpenClaw gateway was connected (the key is made canonical once one is).
+        public var session: ConversationSession?
+        /// What happens next, in words.
+        public var detail: String
+
+        public init(session: ConversationSession?, detail: String) {
+            self.session = session
+            self.detail = detail
+        }
+    }
+}
+
+extension SessionUseCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        if key.allSatisfy(\.isWhitespace) { return "the session key is empty" }
+        if key.utf8.count > 512 { return "the session key is longer than 512 bytes (it is \(key.utf8.count))" }
+        if key.contains(where: { $0.isNewline }) { return "the session key contains a line break" }
+        return nil
     }
 }
 

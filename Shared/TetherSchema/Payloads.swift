@@ -232,13 +232,27 @@ public struct ConversationSession: Codable, Hashable, Sendable {
     /// OpenClaw: the session key in use (the `main` alias resolved); nil in the seed dialect,
     /// whose gateway has one conversation per connection's token.
     public var sessionKey: String?
-    /// What was asked for (`--session`), when it differs from the key.
+    /// What was asked for (`--session`, `tether session use`), when it differs from the key.
     public var requested: String?
+    /// OpenClaw, after a switch: the session that messages sent before it are still in, with
+    /// how many of them wait for the gateway or its reply there. Tether chats in one session
+    /// at a time: it goes over to `sessionKey` once they are answered; messages sent since
+    /// wait in the outbox until then. Nil when nothing is left behind.
+    public var finishing: String?
+    public var finishingMessages: Int?
 
-    public init(dialect: WireDialect, sessionKey: String?, requested: String? = nil) {
+    public init(dialect: WireDialect, sessionKey: String?, requested: String? = nil, finishing: String? = nil, finishingMessages: Int? = nil) {
         self.dialect = dialect
         self.sessionKey = sessionKey
         self.requested = requested
+        self.finishing = finishing
+        self.finishingMessages = finishingMessages
+    }
+
+    /// Whether an entry or reply of `session` belongs to this conversation: its own session's,
+    /// or one that names none (the seed dialect, or stored before sessions were kept apart).
+    public func shows(_ session: String?) -> Bool {
+        session == nil || sessionKey == nil || session == sessionKey
     }
 }
 
@@ -349,13 +363,17 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     /// `__openclaw.id`, or a digest of its role, time and text where it gives none), so that
     /// the same entry is never added twice, whatever the window it is read in.
     public var gatewayID: String?
+    /// OpenClaw: the session the entry belongs to (its canonical key); nil in the seed
+    /// dialect, whose gateway has one conversation.
+    public var session: String?
     /// The conversation revision tether-protod gave this change (see ``ConversationChange``);
     /// nil from a publisher that keeps no journal.
     public var revision: Int?
 
     public init(
         id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil,
-        attribution: ReplyAttribution? = nil, detail: String? = nil, author: String? = nil, gatewayID: String? = nil, revision: Int? = nil
+        attribution: ReplyAttribution? = nil, detail: String? = nil, author: String? = nil, gatewayID: String? = nil, session: String? = nil,
+        revision: Int? = nil
     ) {
         self.id = id
         self.sender = sender
@@ -367,6 +385,7 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
         self.detail = detail
         self.author = author
         self.gatewayID = gatewayID
+        self.session = session
         self.revision = revision
     }
 }
@@ -412,11 +431,13 @@ public struct StreamProgress: Codable, Hashable, Sendable {
     /// The user message it answers, where known, and how that is known.
     public var inReplyTo: MessageID?
     public var attribution: ReplyAttribution?
+    /// OpenClaw: the session of the reply (its canonical key); nil in the seed dialect.
+    public var session: String?
 
     /// A progress carrying `chunk` at `offset`, with the whole reply when `content` is given.
     public init(
         id: MessageID, chunkIndex: Int, chunk: String, offset: Int, content: String?, isFinal: Bool, inReplyTo: MessageID? = nil,
-        attribution: ReplyAttribution? = nil
+        attribution: ReplyAttribution? = nil, session: String? = nil
     ) {
         self.id = id
         self.chunkIndex = chunkIndex
@@ -426,16 +447,17 @@ public struct StreamProgress: Codable, Hashable, Sendable {
         self.isFinal = isFinal
         self.inReplyTo = inReplyTo
         self.attribution = attribution
+        self.session = session
     }
 
     /// A progress carrying the whole reply so far, `chunk` being its end.
     public init(
         id: MessageID, chunkIndex: Int, chunk: String, content: String, isFinal: Bool, inReplyTo: MessageID? = nil,
-        attribution: ReplyAttribution? = nil
+        attribution: ReplyAttribution? = nil, session: String? = nil
     ) {
         self.init(
             id: id, chunkIndex: chunkIndex, chunk: chunk, offset: Self.offset(of: chunk, endingWhole: content), content: content, isFinal: isFinal,
-            inReplyTo: inReplyTo, attribution: attribution)
+            inReplyTo: inReplyTo, attribution: attribution, session: session)
     }
 
     /// Where `chunk` goes when it is the end of `content`.
@@ -465,7 +487,7 @@ public struct StreamProgress: Codable, Hashable, Sendable {
     public var length: Int { offset + chunk.utf8.count }
 
     private enum CodingKeys: String, CodingKey {
-        case id, chunkIndex, chunk, offset, content, isFinal, inReplyTo, attribution
+        case id, chunkIndex, chunk, offset, content, isFinal, inReplyTo, attribution, session
     }
 
     /// Reads a progress; one written before `offset` existed carries the whole reply, so its
@@ -489,6 +511,7 @@ public struct StreamProgress: Codable, Hashable, Sendable {
         isFinal = try container.decode(Bool.self, forKey: .isFinal)
         inReplyTo = try container.decodeIfPresent(MessageID.self, forKey: .inReplyTo)
         attribution = try container.decodeIfPresent(ReplyAttribution.self, forKey: .attribution)
+        session = try container.decodeIfPresent(String.self, forKey: .session)
     }
 }
 
@@ -624,6 +647,9 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
         /// OpenClaw: the model failed while answering `messageID`, in the gateway's words
         /// (`willRetry`: the gateway is retrying).
         case replyFailed
+        /// OpenClaw: Tether went over to another session (`detail` names both): the one chosen,
+        /// once nothing of Tether's was left unanswered in the one before.
+        case sessionChanged
     }
 
     public var kind: Kind

@@ -47,6 +47,17 @@ struct OpenClawLink: Sendable, Equatable {
         maximumPayload = gateway.maximumPayload
     }
 
+    /// Chats in `key` (canonical) from now on: its history is looked up before anything is
+    /// written there, and nothing of the session before carries over.
+    mutating func chatIn(_ key: String) {
+        sessionKey = key
+        recovered = false
+        history = nil
+        lookupAgain = false
+        widened = false
+        sessionHeardAt = nil
+    }
+
     /// Whether `key` names the session chatted in, in either form: events carry the canonical
     /// key, `aborted` and `chat.history` the key as the client sent it.
     func names(_ key: String) -> Bool {
@@ -223,6 +234,15 @@ extension DeliveryStateMachine {
 
     mutating func decideOpenClaw(now: Date, into actions: inout [Action]) {
         guard var open = connection, case .openClaw(var link) = open.dialect else { return }
+        // Another session is due (chosen, or a waiting message's): gone over to once nothing
+        // of Tether's is unanswered in this one, so that each reply finds its message.
+        let due = canonical(dueSessionRequest)
+        if due != link.sessionKey, link.history == nil, !hasUnanswered(in: link.sessionKey) {
+            actions.append(.diagnose(DiagnosticEvent(kind: .sessionChanged, detail: "chatting in \(due) (was \(link.sessionKey))")))
+            link.chatIn(due)
+            chattingIn = due
+            otherRuns = [:]
+        }
         // Frames written before the bus path dropped, or by a protod that died, may not have
         // arrived: looked up again before anything is written.
         let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
@@ -494,12 +514,6 @@ extension DeliveryStateMachine {
 
     // MARK: Commands
 
-    /// The session chatted in, on an OpenClaw connection.
-    public var openClawSessionKey: String? {
-        if case .openClaw(let link)? = connection?.dialect { return link.sessionKey }
-        return nil
-    }
-
     /// Writes a request for a command (`sessions.list`, `chat.abort`); nil when no OpenClaw
     /// connection is open, or frames do not reach connd. `params` may name the session with
     /// ``sessionKeyPlaceholder``, which is replaced by the session chatted in.
@@ -723,15 +737,16 @@ extension DeliveryStateMachine {
         let merge = HistoryMerge.merge(
             result.messages, limit: lookup.limit,
             context: HistoryMerge.Context(
-                sent: sentMessages.filter { sent in !pending.contains { $0.messageID == sent.id } }
-                    + pending.filter(\.everWritten).map {
+                // Only this session's: the same text sent in another is not in this history.
+                sent: sentMessages.filter { sent in (sent.session.map { $0 == link.sessionKey } ?? true) && !pending.contains { $0.messageID == sent.id } }
+                    + pending.filter { $0.everWritten && sessionOf($0) == link.sessionKey }.map {
                         HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
                     },
                 clockOffset: link.clockOffset, botName: botName, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
                 published: { publishedIDs[$0] }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
-            message.everWritten && !merge.found.contains(message.messageID)
+            message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)
                 && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
         }
         if !unsure.isEmpty, lookup.limit < 1000, !link.widened {
@@ -826,7 +841,7 @@ extension DeliveryStateMachine {
         if knownEntries[entry.id] == nil {
             knownOrder.append(entry.id)
             if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired, entry.isTethers {
-                sentMessages.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp))
+                sentMessages.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp, session: entry.session))
             }
         }
         knownEntries[entry.id] = (entry.content, entry.status)
@@ -840,6 +855,84 @@ extension DeliveryStateMachine {
         if publishedGatewayIDs.count > 2 * Self.knownLimit {
             let kept = Set(knownOrder)
             publishedGatewayIDs = publishedGatewayIDs.filter { kept.contains($0.value) }
+        }
+    }
+}
+
+// MARK: Sessions
+
+extension DeliveryStateMachine {
+    /// `key` as the gateway names it (`side` → `agent:main:side`), by the latest connection's
+    /// main session key.
+    func canonical(_ key: String?) -> String {
+        OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey)
+    }
+
+    /// Whether the open connection speaks OpenClaw, or the last one did when none is open.
+    var speaksOpenClaw: Bool {
+        guard let open = connection else { return lastSession?.dialect == .openclaw }
+        if case .openClaw = open.dialect { return true }
+        return false
+    }
+
+    /// The session a message goes to.
+    func sessionOf(_ message: Pending) -> String {
+        canonical(message.session ?? settings.sessionKey)
+    }
+
+    /// The session to chat in, as it was asked for: that of the oldest message written and
+    /// unanswered (it may be in the gateway), else of the oldest waiting, else the one chosen.
+    var dueSessionRequest: String? {
+        guard let first = pending.first(where: \.everWritten) ?? pending.first else { return chosenSession }
+        return first.session ?? settings.sessionKey
+    }
+
+    /// Whether a message of Tether's was written in `session` and is not settled, or a reply
+    /// to one is still coming: its events and history are that session's.
+    func hasUnanswered(in session: String) -> Bool {
+        runs.values.contains { $0.inReplyTo != nil } || pending.contains { $0.everWritten && sessionOf($0) == session }
+    }
+
+    /// The conversation as `conv.session` says it: the session chosen and, while Tether still
+    /// chats in another for messages sent before the choice, that one with how many wait there.
+    var conversation: ConversationSession? {
+        let dialect: WireDialect
+        switch connection?.dialect {
+        case .seed?: return ConversationSession(dialect: .seed, sessionKey: nil)
+        case .openClaw?: dialect = .openclaw
+        case nil:
+            // Not connected: what the last connection showed, with the choice made since.
+            guard let last = lastSession, last.dialect == .openclaw else { return lastSession }
+            dialect = last.dialect
+        }
+        let chosen = canonical(chosenSession)
+        let behind = pending.filter { sessionOf($0) != chosen }
+        let finishing: String? =
+            if case .openClaw(let link)? = connection?.dialect, link.sessionKey != chosen {
+                link.sessionKey
+            } else {
+                behind.first.map(sessionOf)
+            }
+        let waiting = finishing.map { key in pending.count { sessionOf($0) == key } + runs.values.count { $0.inReplyTo != nil } } ?? 0
+        return ConversationSession(
+            dialect: dialect, sessionKey: chosen, requested: chosenSession.flatMap { $0 == chosen ? nil : $0 },
+            finishing: waiting > 0 ? finishing : nil, finishingMessages: waiting > 0 ? waiting : nil)
+    }
+
+    /// Entries and replies of an OpenClaw conversation name the session they belong to: the
+    /// one chatted in (an own message names its own when it is accepted).
+    func nameSessions(in actions: inout [Action]) {
+        guard let session = chattingIn, speaksOpenClaw else { return }
+        for index in actions.indices {
+            switch actions[index] {
+            case .publishEntry(var entry) where entry.session == nil:
+                entry.session = session
+                actions[index] = .publishEntry(entry)
+            case .publishStream(var progress) where progress.session == nil:
+                progress.session = session
+                actions[index] = .publishStream(progress)
+            default: break
+            }
         }
     }
 }

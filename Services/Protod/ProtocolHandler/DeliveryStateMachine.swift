@@ -46,7 +46,8 @@ public struct DeliveryStateMachine: Sendable {
         public var replyStallDeadline: TimeInterval
         /// A growing reply is published at most once per interval (its start and end at once).
         public var streamInterval: TimeInterval
-        /// OpenClaw: the session to chat in; nil or `main` is the gateway's main session.
+        /// OpenClaw: the session to chat in at start, and of messages that name none; nil or
+        /// `main` is the gateway's main session. ``Event/chooseSession(_:)`` changes it.
         public var sessionKey: String?
         /// OpenClaw: how many transcript messages a history lookup asks for.
         public var historyLimit: Int
@@ -81,13 +82,18 @@ public struct DeliveryStateMachine: Sendable {
 
     /// What happened.
     public enum Event: Sendable {
-        /// protod started with these messages pending in its outbox, this session saved, and
-        /// these recent transcript entries journaled (what a history lookup is matched against).
-        case started(pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [])
+        /// protod started with these messages pending in its outbox, this session saved, these
+        /// recent transcript entries journaled (what a history lookup is matched against), and
+        /// the session the user chose last (nil: ``Settings/sessionKey``).
+        case started(pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [], chosenSession: String? = nil)
         /// A message was committed to the outbox (after ``admit(_:now:)`` let it in).
         case accepted(OutboxMessage, fallbackFrom: DeliveryStrategy?)
         /// The user cancels these messages, or every pending one (nil).
         case cancel([String]?)
+        /// OpenClaw: the user chose to chat in this session (as a person writes it, or its
+        /// canonical key), and the choice is kept. Messages sent before still go to theirs;
+        /// the connection goes over once nothing of Tether's is left unanswered there.
+        case chooseSession(String)
         /// connd has a connection open: its epoch, its name (unique across restarts) and what
         /// its handshake showed of the gateway (nil: the seed dialect).
         case connectionUp(epoch: Int, id: String, gateway: GatewayInfo? = nil)
@@ -174,6 +180,8 @@ public struct DeliveryStateMachine: Sendable {
         var restored = false
         /// OpenClaw: where the message stands between the outbox and the gateway's transcript.
         var place: OpenClawPlace = .outbox
+        /// OpenClaw: the session it was sent in, as chosen then; nil for ``Settings/sessionKey``.
+        var session: String?
 
         var messageID: MessageID { MessageID(id) }
     }
@@ -251,7 +259,13 @@ public struct DeliveryStateMachine: Sendable {
     /// Messages that left without delivery since start, by final status, and the latest of them.
     private var undelivered: [String: Int] = [:]
     private var lastUndelivered: DeliveryUpdate?
-    private var lastSession: ConversationSession?
+    var lastSession: ConversationSession?
+    /// OpenClaw: the session the user chose, as they wrote it; new messages go to it.
+    public internal(set) var chosenSession: String?
+    /// OpenClaw: the gateway's main session key, as the latest connection said it.
+    var mainSessionKey: String?
+    /// OpenClaw: the session the latest connection chatted in (canonical).
+    var chattingIn: String?
     /// OpenClaw: replies being streamed, by run id.
     var runs: [String: OpenClawRun] = [:]
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
@@ -269,6 +283,7 @@ public struct DeliveryStateMachine: Sendable {
     public init(settings: Settings = Settings(), now: Date) {
         self.settings = settings
         self.health = HealthMonitor(now: now)
+        chosenSession = settings.sessionKey
     }
 
     // MARK: Reading
@@ -372,7 +387,8 @@ public struct DeliveryStateMachine: Sendable {
     public mutating func handle(_ event: Event, now: Date) -> [Action] {
         var actions: [Action] = []
         switch event {
-        case .started(let messages, let saved, let recent):
+        case .started(let messages, let saved, let recent, let chosen):
+            if let chosen { chosenSession = chosen }
             session = saved
             savedSession = saved
             for entry in recent { remember(entry) }
@@ -388,11 +404,16 @@ public struct DeliveryStateMachine: Sendable {
                 message.everWritten
                     ? "cancelled: Tether stops waiting for its acknowledgement, but the gateway may already have it" : "cancelled"
             }
+        case .chooseSession(let key):
+            chosenSession = key
         case .connectionUp(let epoch, let id, let gateway):
             guard connection?.id != id else { break }
             connectionEnded(now: now, into: &actions)
             if let gateway, gateway.dialect == .openclaw {
-                connection = Connection(epoch: epoch, id: id, heardAt: now, dialect: .openClaw(OpenClawLink(gateway, requested: settings.sessionKey, now: now)))
+                let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
+                mainSessionKey = gateway.mainSessionKey
+                chattingIn = link.sessionKey
+                connection = Connection(epoch: epoch, id: id, heardAt: now, dialect: .openClaw(link))
                 openClawConnectionUp(now: now, into: &actions)
                 break
             }
@@ -419,19 +440,11 @@ public struct DeliveryStateMachine: Sendable {
         decide(now: now, into: &actions)
         publishDueStreams(now: now, into: &actions)
         publishDueRuns(now: now, into: &actions)
+        nameSessions(in: &actions)
         for case .publishEntry(let entry) in actions { remember(entry) }
-        if let open = connection {
-            let current: ConversationSession =
-                if case .openClaw(let link) = open.dialect {
-                    ConversationSession(
-                        dialect: .openclaw, sessionKey: link.sessionKey, requested: settings.sessionKey.flatMap { $0 == link.sessionKey ? nil : $0 })
-                } else {
-                    ConversationSession(dialect: .seed, sessionKey: nil)
-                }
-            if current != lastSession {
-                lastSession = current
-                actions.append(.retainSession(current))
-            }
+        if let current = conversation, current != lastSession {
+            lastSession = current
+            actions.append(.retainSession(current))
         }
         saveSession(now: now, into: &actions)
         let summary = OutboxSummary(pending: pending.count, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
@@ -463,7 +476,7 @@ public struct DeliveryStateMachine: Sendable {
             strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy,
             everWritten: message.status == .sent, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
             // Written by an earlier protod: when first is not kept, so no later than it was made.
-            firstWrittenAt: message.status == .sent ? message.createdAt : nil, restored: message.status == .sent)
+            firstWrittenAt: message.status == .sent ? message.createdAt : nil, restored: message.status == .sent, session: message.session)
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the
@@ -485,7 +498,11 @@ public struct DeliveryStateMachine: Sendable {
                         kind: .fallbackUsed, messageID: entry.messageID, detail: "not connected: \(entry.strategy.rawValue) instead of \(fallbackFrom.rawValue)"
                     )))
         }
-        actions.append(.publishEntry(TranscriptEntry(id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued)))
+        actions.append(
+            .publishEntry(
+                TranscriptEntry(
+                    id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued,
+                    session: speaksOpenClaw ? sessionOf(entry) : nil)))
         actions.append(.publishDelivery(DeliveryUpdate(id: entry.messageID, status: .queued)))
         if entry.strategy == .immediate && !canWrite {
             settle([entry.id], as: .failed, into: &actions) { _ in "not connected, and the message was to be sent immediately" }
@@ -657,6 +674,8 @@ public struct DeliveryStateMachine: Sendable {
                 guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
                 write(data, on: open.epoch, into: &actions)
             case .openClaw(let link):
+                // Another session's message waits until the connection goes over to it.
+                guard sessionOf(message) == link.sessionKey else { continue }
                 // One run at a time in a session, and one message written and unanswered at a
                 // time: the rest waits for the reply in progress, and what a reconnect leaves
                 // unknown is always one message.

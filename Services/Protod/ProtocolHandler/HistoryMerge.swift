@@ -33,11 +33,14 @@ public struct HistoryMerge: Sendable, Equatable {
         public var id: MessageID
         public var text: String
         public var createdAt: Date
+        /// The session it was sent in (canonical); nil when not known.
+        public var session: String?
 
-        public init(id: MessageID, text: String, createdAt: Date) {
+        public init(id: MessageID, text: String, createdAt: Date, session: String? = nil) {
             self.id = id
             self.text = text
             self.createdAt = createdAt
+            self.session = session
         }
     }
 

@@ -41,11 +41,14 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public var retryTimeoutMilliseconds: Int
     /// Writes that went unacknowledged on an open connection.
     public var timeouts: Int
+    /// OpenClaw: the session it was sent in, as chosen then (`main`, `side`, a canonical key);
+    /// nil for the one chosen at protod's start.
+    public var session: String?
 
     public init(
         id: String, sequence: Int, content: String, createdAt: Date, status: Status, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
         sentConnection: String?, strategy: String, kind: String?, retryAttempts: Int, retryDelayMilliseconds: Int, retryTimeoutMilliseconds: Int,
-        timeouts: Int
+        timeouts: Int, session: String? = nil
     ) {
         self.id = id
         self.sequence = sequence
@@ -62,6 +65,7 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
         self.retryDelayMilliseconds = retryDelayMilliseconds
         self.retryTimeoutMilliseconds = retryTimeoutMilliseconds
         self.timeouts = timeouts
+        self.session = session
     }
 
     public var retryPolicy: RetryPolicy {
@@ -132,6 +136,16 @@ public struct Outbox: Sendable {
                 table.column("lastSequence", .integer).notNull()
             }
         }
+        migrator.registerMigration("add sessions") { db in
+            try db.alter(table: "outbox") { table in
+                table.add(column: "session", .text)
+            }
+            // The session chosen with `tether session use`, and the `--session` it was chosen under.
+            try db.alter(table: "session") { table in
+                table.add(column: "chosen", .text)
+                table.add(column: "chosenUnder", .text)
+            }
+        }
         return migrator
     }
 
@@ -139,26 +153,26 @@ public struct Outbox: Sendable {
     /// already in the outbox is not added twice).
     public func enqueue(
         id: MessageID, content: String, strategy: DeliveryStrategy = .queued, kind: String? = nil, retry: RetryPolicy = .default,
-        at date: Date = Date()
+        session: String? = nil, at date: Date = Date()
     ) async throws -> (OutboxMessage, inserted: Bool) {
         let message = OutboxMessage(
             id: id.value, sequence: 0, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
             sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
-            retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0)
+            retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0, session: session)
         return try await database.write { db in
             // One prepared statement, kept: the send path's commit waits for it. The sequence
             // is the next one; an id already here adds nothing and returns no row.
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox (id, sequence, content, createdAt, status, attempts, strategy, kind,
-                                        retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts)
-                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                        retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts, session)
+                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     RETURNING sequence
                     """)
             let arguments: StatementArguments = [
                 message.id, message.content, message.createdAt, message.status.rawValue, message.attempts, message.strategy, message.kind,
-                message.retryAttempts, message.retryDelayMilliseconds, message.retryTimeoutMilliseconds, message.timeouts,
+                message.retryAttempts, message.retryDelayMilliseconds, message.retryTimeoutMilliseconds, message.timeouts, message.session,
             ]
             guard let sequence = try Int.fetchOne(insert, arguments: arguments) else {
                 guard let existing = try OutboxMessage.fetchOne(db, key: message.id) else {
@@ -235,6 +249,28 @@ public struct Outbox: Sendable {
                 sql:
                     "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
                 arguments: [sessionID, lastSequence])
+        }
+    }
+
+    /// The session chosen with `tether session use` while protod's `--session` was `startedWith`
+    /// (nil: none, or chosen under another `--session`, which then wins).
+    public func chosenSession(startedWith: String?) async throws -> String? {
+        try await database.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT chosen, chosenUnder FROM session WHERE id = 1") else { return nil }
+            let under: String? = row["chosenUnder"]
+            return under == (startedWith ?? "") ? row["chosen"] : nil
+        }
+    }
+
+    /// Keeps the session chosen, and the `--session` it was chosen under.
+    public func saveChosenSession(_ key: String, startedWith: String?) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO session (id, lastSequence, chosen, chosenUnder) VALUES (1, 0, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET chosen = excluded.chosen, chosenUnder = excluded.chosenUnder
+                    """,
+                arguments: [key, startedWith ?? ""])
         }
     }
 

@@ -74,6 +74,9 @@ public struct ProtocolService: Service {
         builder.on(SessionsCommand.self) { _ in
             try await engine.sessions()
         }
+        builder.on(SessionUseCommand.self) { request in
+            try await engine.useSession(request.key)
+        }
         builder.on(RecoverCommand.self) { _ in
             await engine.attemptRecovery()
         }
@@ -149,7 +152,10 @@ actor ProtocolEngine {
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
         let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
-        await handle(.started(pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent))
+        let chosen = try await outbox.chosenSession(startedWith: settings.delivery.sessionKey)
+        await handle(
+            .started(
+                pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen))
     }
 
     // MARK: One event at a time
@@ -228,7 +234,8 @@ actor ProtocolEngine {
                 let enqueued: (OutboxMessage, inserted: Bool)
                 do {
                     enqueued = try await outbox.enqueue(
-                        id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry)
+                        id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry,
+                        session: machine.chosenSession)
                     storage.wrote()
                 } catch {
                     guard let words = storage.fullDiskWords(for: error) else { throw error }
@@ -285,7 +292,38 @@ actor ProtocolEngine {
                     key: session.key, displayName: session.displayName,
                     updatedAt: session.updatedAt.map { Date(timeIntervalSince1970: Double($0) / 1000) })
             },
-            current: machine.openClawSessionKey)
+            current: machine.conversation?.sessionKey)
+    }
+
+    /// Chats in another session from now on: the choice is kept first, then the machine goes
+    /// over once what was sent before is answered.
+    func useSession(_ key: String) async throws -> SessionUseCommand.Reply {
+        let key = key.trimmingCharacters(in: .whitespaces)
+        return try await exclusively {
+            if machine.conversation?.dialect == .seed {
+                throw CommandError("the gateway speaks the seeds' JSON, which has one conversation: there is no session to choose", code: .refused)
+            }
+            do {
+                try await outbox.saveChosenSession(key, startedWith: settings.delivery.sessionKey)
+                storage.wrote()
+            } catch {
+                guard let words = storage.fullDiskWords(for: error) else { throw error }
+                storage.writeFailed(error)
+                throw CommandError("the session was not changed: \(words)", code: .diskFull)
+            }
+            await perform(machine.handle(.chooseSession(key), now: Date()))
+            guard let session = machine.conversation, let chosen = session.sessionKey else {
+                return SessionUseCommand.Reply(session: nil, detail: "chatting in \(key) once an OpenClaw gateway is connected")
+            }
+            if let finishing = session.finishing, let waiting = session.finishingMessages {
+                return SessionUseCommand.Reply(
+                    session: session,
+                    detail:
+                        "chatting in \(chosen) once \(waiting) message\(waiting == 1 ? "" : "s") sent before in \(finishing) \(waiting == 1 ? "is" : "are") answered; what is sent now waits until then"
+                )
+            }
+            return SessionUseCommand.Reply(session: session, detail: "chatting in \(chosen)" + (machine.canWrite ? "" : " once the gateway is connected"))
+        }
     }
 
     /// Sends a request to the gateway for a command and waits for its answer's payload.

@@ -36,8 +36,8 @@ public struct SnapshotService: Service {
         // Subscribe first, then catch up: a change published in between is in one or the other.
         let updates = try await bus.subscribe(
             to: [
-                Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.connectionIdentity.name,
-                Topic.heartbeat.name,
+                Topic.conversationMessage.name, Topic.conversationDelivery.name, Topic.conversationStream.name, Topic.conversationSession.name,
+                Topic.connectionIdentity.name, Topic.heartbeat.name,
             ])
         let commands = try await bus.serve(endpoint: Endpoints.snapshotStore)
         let (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -60,12 +60,17 @@ public struct SnapshotService: Service {
         let store = self.store
         let bus = self.bus
         dispatcher.on(TranscriptCommand.self) { request in
-            try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before)
+            var session = request.session
+            if session == nil { session = try await store.conversation()?.sessionKey }
+            return try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before, session: session)
         }
         dispatcher.on(SnapshotCommand.self) { request in
-            SnapshotCommand.Reply(
+            let conversation = try await store.conversation()
+            let session = request.session ?? conversation?.sessionKey
+            return SnapshotCommand.Reply(
                 display: try await store.display(for: request.frontEnd), identity: try await store.identity(),
-                transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit)), streaming: try await store.streams())
+                transcript: try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), session: session),
+                streaming: try await store.streams().filter { session == nil || $0.session == nil || $0.session == session }, session: conversation)
         }
         dispatcher.on(SaveDisplayCommand.self) { [self] display in
             do {
@@ -106,6 +111,9 @@ public struct SnapshotService: Service {
                     // Kept only once written: after a failed write, or a progress that did not
                     // fit, the next one reads the reply back from the database.
                     streaming[progress.id] = try await store.apply(progress, after: known)
+                    continue
+                case .conversationSession:
+                    _ = try await store.save(try message.decode(ConversationSession.self))
                     continue
                 case .connectionIdentity:
                     if try await store.save(try message.decode(ConnectionIdentity.self)) {

@@ -70,6 +70,13 @@ public struct TranscriptStore: Sendable {
                 table.add(column: "detail", .text)
             }
         }
+        migrator.registerMigration("add sessions") { db in
+            // OpenClaw: the session an entry belongs to; a front end shows one session's.
+            try db.alter(table: "transcript") { table in
+                table.add(column: "session", .text)
+            }
+            try db.create(index: "transcript_session", on: "transcript", columns: ["session", "position"])
+        }
         return migrator
     }
 
@@ -186,12 +193,12 @@ public struct TranscriptStore: Sendable {
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: """
-                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, revision)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value,
-                    entry.attribution?.rawValue, entry.detail, revision,
+                    entry.attribution?.rawValue, entry.detail, entry.session, revision,
                 ])
             return
         }
@@ -203,11 +210,11 @@ public struct TranscriptStore: Sendable {
         try db.execute(
             sql: """
                 UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
-                detail = ?, senderName = COALESCE(?, senderName), revision = MAX(revision, ?) WHERE id = ?
+                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?) WHERE id = ?
                 """,
             arguments: [
-                entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, revision,
-                entry.id.value,
+                entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, entry.session,
+                revision, entry.id.value,
             ])
     }
 
@@ -264,17 +271,22 @@ public struct TranscriptStore: Sendable {
 
     /// The latest `limit` entries before position `before` (all positions when nil), oldest
     /// first, the position of the oldest one returned when older entries remain, and the
-    /// revision every change up to which is applied.
-    public func latest(limit: Int, before: Int? = nil) async throws -> TranscriptCommand.Reply {
+    /// revision every change up to which is applied. With `session`, only that session's
+    /// entries and those that name none.
+    public func latest(limit: Int, before: Int? = nil, session: String? = nil) async throws -> TranscriptCommand.Reply {
         try await database.read { db in
+            let chosen = session == nil ? "" : "AND (session IS NULL OR session = :session)"
             let rows = try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM (SELECT * FROM transcript WHERE position < ? ORDER BY position DESC LIMIT ?) ORDER BY position ASC",
-                arguments: [before ?? Int.max, max(0, limit)])
+                sql: "SELECT * FROM (SELECT * FROM transcript WHERE position < :before \(chosen) ORDER BY position DESC LIMIT :limit) ORDER BY position ASC",
+                arguments: ["before": before ?? Int.max, "limit": max(0, limit), "session": session])
             let entries = rows.map(Self.entry(from:))
             let revision = try Self.appliedRevision(db)
             guard let oldest: Int = rows.first?["position"] else { return TranscriptCommand.Reply(entries: entries, revision: revision) }
-            let older = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < ?)", arguments: [oldest]) ?? false
+            let older =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < :before \(chosen))", arguments: ["before": oldest, "session": session])
+                ?? false
             return TranscriptCommand.Reply(entries: entries, nextBefore: older ? oldest : nil, revision: revision)
         }
     }
@@ -291,7 +303,7 @@ public struct TranscriptStore: Sendable {
             id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
             status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
             attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], author: author,
-            revision: revision == 0 ? nil : revision)
+            session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision)
     }
 
     // MARK: A damaged store
@@ -366,6 +378,22 @@ public struct TranscriptStore: Sendable {
             try Self.setState("identity", to: body, in: db)
             return true
         }
+    }
+
+    /// Keeps the conversation `conv.session` says; false when it is the one already kept.
+    public func save(_ conversation: ConversationSession) async throws -> Bool {
+        let body = try BusSchema.encoder.encode(conversation)
+        return try await database.write { db in
+            guard try Self.state("conversation", in: db) != body else { return false }
+            try Self.setState("conversation", to: body, in: db)
+            return true
+        }
+    }
+
+    /// The conversation `conv.session` said last.
+    public func conversation() async throws -> ConversationSession? {
+        let body = try await database.read { db in try Self.state("conversation", in: db) }
+        return try body.map { try BusSchema.decoder.decode(ConversationSession.self, from: $0) }
     }
 
     /// The connection identity kept last.

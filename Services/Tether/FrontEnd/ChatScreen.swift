@@ -21,6 +21,10 @@ public enum ChatAction: Sendable, Equatable {
     case suspend
     /// Ask the gateway to stop the reply it is writing.
     case abort
+    /// List the gateway's sessions to choose from (Ctrl-P, `/sessions`).
+    case listSessions
+    /// Chat in this session from now on (`/session KEY`, or a choice from the list).
+    case useSession(String)
     case quit
 }
 
@@ -62,6 +66,13 @@ public struct ChatScreen: Sendable {
     private var pendingCount = 0
     private var connection: ConnectionStatus?
     private var session: ConversationSession?
+    /// The session whose transcript is shown (nil: every entry, as the seed dialect has one).
+    public private(set) var shownSession: String?
+    /// Conversation changes that came while the transcript of a new session is fetched,
+    /// applied once it is shown (those it already holds are dropped by revision).
+    private var heldWhileLoading: [BusMessage] = []
+    /// The gateway's sessions to choose from with a digit, while the list is shown.
+    private var sessionChoices: [SessionsCommand.Reply.Session]?
     /// The set's storage problems: a full disk, damaged files set aside.
     private var storage = StorageNotices()
     /// The last problem with something the user did, in words, until the next key.
@@ -77,6 +88,8 @@ public struct ChatScreen: Sendable {
         self.frontEnd = frontEnd
         self.canSuspend = canSuspend
         transcript = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
+        session = frame.session
+        shownSession = frame.session?.sessionKey
         composer = Composer(draft: frame.display?.draft ?? "", history: frame.display?.history ?? [])
         scrollOffset = frame.display?.scrollOffset ?? 0
         savedScreen = frame.display?.screen ?? []
@@ -88,14 +101,18 @@ public struct ChatScreen: Sendable {
     /// Applies a bus message; true when the screen changed.
     @discardableResult
     public mutating func apply(_ message: BusMessage, at now: ContinuousClock.Instant) -> Bool {
+        if needsTranscript, [.conversationMessage, .conversationDelivery, .conversationStream].contains(message.topic) {
+            heldWhileLoading.append(message)
+            return false
+        }
         switch message.topic {
         case .conversationMessage:
-            guard let entry = try? message.decode(TranscriptEntry.self), transcript.apply(entry) != nil else { return false }
+            guard let entry = try? message.decode(TranscriptEntry.self), isShown(entry.session), transcript.apply(entry) != nil else { return false }
             if entry.sender != .user { streaming.removeAll { $0.id == entry.id } }
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), transcript.apply(update) != nil else { return false }
         case .conversationStream:
-            guard let progress = try? message.decode(StreamProgress.self) else { return false }
+            guard let progress = try? message.decode(StreamProgress.self), isShown(progress.session) else { return false }
             if let index = streaming.firstIndex(where: { $0.id == progress.id }) {
                 guard let followed = progress.following(streaming[index]) else { return false }
                 streaming[index] = followed
@@ -127,9 +144,53 @@ public struct ChatScreen: Sendable {
         return true
     }
 
+    /// Whether an entry or reply of `session` belongs to the transcript shown.
+    private func isShown(_ session: String?) -> Bool {
+        session == nil || shownSession == nil || session == shownSession
+    }
+
+    /// Whether the conversation moved to another session whose transcript is not shown yet:
+    /// the owner fetches it and hands it to ``showTranscript(_:)``.
+    public var needsTranscript: Bool {
+        guard let key = session?.sessionKey else { return false }
+        return key != shownSession
+    }
+
+    /// The session whose transcript to fetch, while ``needsTranscript``.
+    public var wantedSession: String? { needsTranscript ? session?.sessionKey : nil }
+
+    /// Shows the transcript of the session chosen (snapd's, for `session`), then the changes
+    /// held while it was fetched.
+    public mutating func showTranscript(_ frame: FirstFrame, of session: String) {
+        guard session == wantedSession else { return }
+        transcript = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
+        streaming = frame.streaming
+        shownSession = session
+        scrollOffset = 0
+        let held = heldWhileLoading
+        heldWhileLoading = []
+        for message in held { apply(message, at: .now) }
+    }
+
+    /// Shows the gateway's sessions; a digit chooses one.
+    public mutating func showSessions(_ reply: SessionsCommand.Reply) {
+        guard !reply.sessions.isEmpty else {
+            notice = "the gateway lists no sessions: /session KEY chats in one by its key"
+            return
+        }
+        sessionChoices = Array(reply.sessions.prefix(9))
+    }
+
     /// Applies a key; returns what the UI must do, if anything.
     public mutating func handle(_ key: Key, at now: ContinuousClock.Instant) -> ChatAction? {
         notice = nil
+        if let choices = sessionChoices {
+            sessionChoices = nil
+            if case .character(let digit) = key, let number = digit.wholeNumberValue, (1...choices.count).contains(number) {
+                return .useSession(choices[number - 1].key)
+            }
+            if key == .escape { return nil }
+        }
         switch key {
         case .character(let character):
             // "Connection lost — press r to reconnect": r reconnects when nothing is being typed.
@@ -138,7 +199,7 @@ public struct ChatScreen: Sendable {
         case .enter:
             guard let line = composer.submit() else { return nil }
             scrollOffset = 0
-            return .send(line)
+            return Self.command(in: line) ?? .send(line)
         case .backspace: composer.deleteBackward()
         case .delete: composer.deleteForward()
         case .left: composer.moveLeft()
@@ -154,6 +215,7 @@ public struct ChatScreen: Sendable {
             storage.hide()
         case .control("r"): return .reconnect
         case .control("x"): return .abort
+        case .control("p"): return .listSessions
         case .control("z"):
             guard canSuspend else {
                 notice = "Ctrl-Z does nothing here: tether was not started from a shell, so nothing could bring it back (Ctrl-C quits)"
@@ -165,6 +227,17 @@ public struct ChatScreen: Sendable {
         case .control, .resize: break
         }
         return nil
+    }
+
+    /// `/session KEY` and `/sessions`, as OpenClaw's terminal UI reads them; nil for a message.
+    static func command(in line: String) -> ChatAction? {
+        let words = line.split(whereSeparator: \.isWhitespace)
+        switch words.first {
+        case "/sessions" where words.count == 1: return .listSessions
+        case "/session" where words.count == 1: return .listSessions
+        case "/session" where words.count == 2: return .useSession(String(words[1]))
+        default: return nil
+        }
     }
 
     /// Says something went wrong with what the user asked, until the next key.
@@ -193,7 +266,17 @@ public struct ChatScreen: Sendable {
         }
         let composerRows = 1
         let statusRows = 1
-        let area = height - rows.count - composerRows - statusRows
+        var area = height - rows.count - composerRows - statusRows
+        if let choices = sessionChoices {
+            let current = session?.sessionKey
+            var list = [ScreenRow(" Sessions: press 1–\(choices.count) to chat in one, Esc to close", .title)]
+            for (number, choice) in choices.enumerated() {
+                let name = choice.displayName.map { " (\($0))" } ?? ""
+                list.append(ScreenRow(TerminalText.fit(" \(number + 1)  \(choice.key)\(name)\(choice.key == current ? "  ← current" : "")", width: width)))
+            }
+            rows.append(contentsOf: list.prefix(max(0, area - 1)))
+            area -= min(list.count, max(0, area - 1))
+        }
         let (visible, offset) = visibleConversation(width: width, rows: area)
         rows.append(contentsOf: Array(repeating: ScreenRow(""), count: area - visible.count))
         rows.append(contentsOf: visible)
@@ -251,11 +334,17 @@ public struct ChatScreen: Sendable {
         var parts: [String] = []
         if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…" + (bot.detail.map { " (\($0))" } ?? "")) }
         if let connection { parts.append(connection.phase == .connected ? "Connected" : connection.phase.words) }
-        if let key = session?.sessionKey { parts.append("session \(key)") }
+        if let key = session?.sessionKey {
+            parts.append("session \(key)" + (needsTranscript ? " (loading)" : ""))
+            if let finishing = session?.finishing, let waiting = session?.finishingMessages {
+                parts.append("\(waiting) still finishing in \(finishing)")
+            }
+        }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
-        parts.append("Enter send · ↑ history · PgUp scroll\(stop) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
+        let sessions = session?.dialect == .openclaw ? " · Ctrl-P sessions" : ""
+        parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
         return parts.joined(separator: " · ")
     }
 

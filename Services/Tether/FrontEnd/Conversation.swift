@@ -160,21 +160,26 @@ public struct Conversation: Sendable {
     /// Everything a front end draws its first frame from: its display snapshot, the
     /// connection identity and the latest `limit` transcript entries, with the revision
     /// they hold (see ``TranscriptModel``).
-    public func firstFrame(frontEnd: String, limit: Int = 1000) async throws(BusError) -> FirstFrame {
+    /// With `session`, that session's transcript; without, the one chatted in.
+    public func firstFrame(frontEnd: String, limit: Int = 1000, session: String? = nil) async throws(BusError) -> FirstFrame {
         // A page holds 1 to 1000 entries; none wanted is a page of one, left out.
-        let reply = try await bus.request(SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(max(1, limit), TranscriptCommand.pageLimit)))
-        let entries = limit > 0 ? try await olderPages(after: reply.transcript, limit: limit) : []
+        let reply = try await bus.request(
+            SnapshotCommand.self, .init(frontEnd: frontEnd, limit: min(max(1, limit), TranscriptCommand.pageLimit), session: session))
+        let shown = session ?? reply.session?.sessionKey
+        let entries = limit > 0 ? try await olderPages(after: reply.transcript, limit: limit, session: shown) : []
         return FirstFrame(
-            display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision, streaming: reply.streaming)
+            display: reply.display, identity: reply.identity, entries: entries, revision: reply.transcript.revision, streaming: reply.streaming,
+            session: reply.session)
     }
 
-    /// The entries of `first` preceded by older pages, up to `limit` in all, oldest first.
-    private func olderPages(after first: TranscriptCommand.Reply, limit: Int) async throws(BusError) -> [TranscriptEntry] {
+    /// The entries of `first` preceded by older pages of `session`, up to `limit` in all, oldest first.
+    private func olderPages(after first: TranscriptCommand.Reply, limit: Int, session: String?) async throws(BusError) -> [TranscriptEntry] {
         var pages = [first.entries]
         var remaining = limit - first.entries.count
         var before = first.nextBefore
         while remaining > 0, let next = before {
-            let reply = try await bus.request(TranscriptCommand.self, .init(limit: min(remaining, TranscriptCommand.pageLimit), before: next))
+            let reply = try await bus.request(
+                TranscriptCommand.self, .init(limit: min(remaining, TranscriptCommand.pageLimit), before: next, session: session))
             guard !reply.entries.isEmpty else { break }
             pages.append(reply.entries)
             remaining -= reply.entries.count
@@ -196,6 +201,8 @@ public struct FirstFrame: Sendable {
     public var revision: Int
     /// Replies still streaming, as far as they came.
     public var streaming: [StreamProgress] = []
+    /// The conversation whose transcript this is, as snapd last heard it on `conv.session`.
+    public var session: ConversationSession?
 }
 
 /// Follows one sent message through the conversation events.

@@ -34,7 +34,7 @@ public struct PlainSession: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask { await presence.run() }
             group.addTask {
-                var announcer = PlainAnnouncer(model: TranscriptModel(snapshot: frame.entries, revision: frame.revision))
+                var announcer = PlainAnnouncer(model: TranscriptModel(snapshot: frame.entries, revision: frame.revision), session: frame.session?.sessionKey)
                 for await message in events {
                     for line in announcer.lines(for: message) { Self.say(line) }
                     await sent.observe(message)
@@ -162,11 +162,14 @@ public struct PlainAnnouncer: Sendable {
     private var botState: BotState?
     private var botDetail: String?
     private var session: String?
+    private var finishing: String?
     private var storage = StorageNotices()
     private let formatter = TranscriptFormatter()
 
-    public init(model: TranscriptModel) {
+    /// - Parameter session: the session whose transcript was printed first.
+    public init(model: TranscriptModel, session: String? = nil) {
         self.model = model
+        self.session = session
     }
 
     public mutating func lines(for message: BusMessage) -> [String] {
@@ -174,7 +177,7 @@ public struct PlainAnnouncer: Sendable {
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return [] }
             if case .updated = change, entry.sender == .user { return [] }
-            return [formatter.line(for: entry)]
+            return [formatter.line(for: entry, shown: session)]
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return [] }
             // The steps on the way are noise for a listener: say how it ended.
@@ -196,9 +199,14 @@ public struct PlainAnnouncer: Sendable {
             if first && path.satisfied { return [] }
             return [path.satisfied ? "Network: available through \(path.interface ?? "an interface") (\(path.kind?.rawValue ?? "other"))." : "Network: none."]
         case .conversationSession:
-            guard let current = try? message.decode(ConversationSession.self), let key = current.sessionKey, key != session else { return [] }
+            guard let current = try? message.decode(ConversationSession.self), let key = current.sessionKey,
+                key != session || current.finishing != finishing
+            else { return [] }
+            let changed = key != session
             session = key
-            return ["Session: \(key)."]
+            finishing = current.finishing
+            let behind = current.finishing.map { " (\(current.finishingMessages ?? 0) sent before still finishing in \($0): lines from there name it)" } ?? ""
+            return changed || current.finishing != nil ? ["Session: \(key)\(behind)."] : []
         case .botState:
             guard let activity = try? message.decode(BotActivity.self), activity.state != botState || activity.detail != botDetail else { return [] }
             botState = activity.state

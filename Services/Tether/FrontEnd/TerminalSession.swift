@@ -44,8 +44,9 @@ public final class TerminalSession: Sendable {
             group.addTask { await presence.run() }
             group.addTask {
                 for await message in events {
-                    let changed = self.screen.withLock { $0.apply(message, at: .now) }
+                    let (changed, wanted) = self.screen.withLock { ($0.apply(message, at: .now), $0.wantedSession) }
                     if changed { self.dirty.store(true, ordering: .relaxed) }
+                    if let wanted, message.topic == .conversationSession { await self.loadTranscript(of: wanted) }
                 }
             }
             for await event in actions {
@@ -70,6 +71,21 @@ public final class TerminalSession: Sendable {
             }
         case .action(.reconnect, _):
             await connection(.reconnect)
+        case .action(.listSessions, _):
+            do {
+                let reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                screen.withLock { $0.showSessions(reply) }
+                dirty.store(true, ordering: .relaxed)
+            } catch {
+                report("cannot list the sessions: \(error)")
+            }
+        case .action(.useSession(let key), _):
+            do {
+                let reply = try await bus.request(SessionUseCommand.self, .init(key: key), timeout: .seconds(5), attempts: 2)
+                report(reply.detail)
+            } catch {
+                report("the session was not changed: \(error)")
+            }
         case .action(.abort, _):
             do {
                 let reply = try await bus.request(AbortCommand.self, .init(), timeout: .seconds(12), attempts: 1)
@@ -89,6 +105,20 @@ public final class TerminalSession: Sendable {
             return false
         }
         return true
+    }
+
+    /// Fetches the transcript of the session the conversation moved to, and shows it; a
+    /// snapd that does not answer leaves the screen saying it is loading, until the next change.
+    private func loadTranscript(of session: String) async {
+        do {
+            let frame = try await Conversation(bus: bus).firstFrame(frontEnd: Self.frontEndName, session: session)
+            screen.withLock { $0.showTranscript(frame, of: session) }
+        } catch {
+            // What comes from now on is shown; the stored transcript is not.
+            screen.withLock { $0.showTranscript(FirstFrame(display: nil, identity: nil, entries: [], revision: 0), of: session) }
+            report("cannot show the earlier messages of \(session): \(error)")
+        }
+        dirty.store(true, ordering: .relaxed)
     }
 
     /// Keeps the display in snapd so the next start draws it; a snapd that does not answer
@@ -144,7 +174,7 @@ public final class TerminalSession: Sendable {
                 tether_tui_resume()
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .reconnect, .abort:
+            case .send, .reconnect, .abort, .listSessions, .useSession:
                 break
             }
         }

@@ -12,9 +12,12 @@ public struct TranscriptFormatter: Sendable {
         timeZone: .current, calendar: .current)
 
     /// `12:00:01 you: hello [delivered]`, `12:00:02 Opta: You said: hello`, or, for a message
-    /// another client sent into the session, `12:00:03 openclaw-tui: hi`.
-    public func line(for entry: TranscriptEntry) -> String {
-        let time = entry.timestamp.formatted(Self.clock)
+    /// another client sent into the session, `12:00:03 openclaw-tui: hi`. An entry of another
+    /// session than `shown` (a reply to a message sent there before a switch) names it:
+    /// `12:00:04 [agent:main:main] Opta: …`.
+    public func line(for entry: TranscriptEntry, shown: String? = nil) -> String {
+        var time = entry.timestamp.formatted(Self.clock)
+        if let session = entry.session, let shown, session != shown { time += " [\(session)]" }
         switch entry.sender {
         case .user:
             if let author = entry.author { return "\(time) \(author): \(entry.content)" }

@@ -14,7 +14,8 @@ struct TetherCommand: AsyncParsableCommand {
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
         subcommands: [
-            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self,
+            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self,
+            Resume.self, Web.self,
         ],
         defaultSubcommand: Chat.self
     )
@@ -258,15 +259,18 @@ struct ConversationPrinter: Service {
         // Subscribe first, then read the snapshot: nothing falls between the two.
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
         let frame = try await conversation.firstFrame(frontEnd: "tether watch", limit: history)
+        let first = frame.session?.sessionKey
+        if !json, let first { emit("session \(first)") }
         for entry in frame.entries {
-            emit(json ? JSONLine.encode(topic: Topic.conversationMessage, entry) : formatter.line(for: entry))
+            emit(json ? JSONLine.encode(topic: Topic.conversationMessage, entry) : formatter.line(for: entry, shown: first))
         }
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await presence.run() }
                 var model = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
+                var shown = first
                 for await message in events {
-                    show(message, in: &model)
+                    show(message, in: &model, shown: &shown)
                 }
                 group.cancelAll()
             }
@@ -274,18 +278,25 @@ struct ConversationPrinter: Service {
         presence.leave()
     }
 
-    private func show(_ message: BusMessage, in model: inout TranscriptModel) {
+    /// Prints what `message` changed; `shown` is the session chatted in, as last said.
+    private func show(_ message: BusMessage, in model: inout TranscriptModel, shown: inout String?) {
         switch message.topic {
         case .conversationMessage:
             guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return }
             if json {
                 emit(JSONLine.encode(topic: message.topic, raw: message.body))
             } else if case .added = change {
-                emit(formatter.line(for: entry))
+                emit(formatter.line(for: entry, shown: shown))
             } else if entry.sender != .user {
                 // A reply completed or cut off; a user message's status shows through its delivery updates.
-                emit(formatter.line(for: entry))
+                emit(formatter.line(for: entry, shown: shown))
             }
+        case .conversationSession:
+            guard let session = try? message.decode(ConversationSession.self) else { return }
+            if json { return emit(JSONLine.encode(topic: message.topic, raw: message.body)) }
+            guard let key = session.sessionKey, key != shown else { return }
+            shown = key
+            emit("session \(key)" + (session.finishing.map { " (messages sent before still finishing in \($0): lines from there name it)" } ?? ""))
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return }
             emit(json ? JSONLine.encode(topic: message.topic, raw: message.body) : formatter.line(for: update))
@@ -418,7 +429,7 @@ struct Cancel: AsyncParsableCommand {
 struct Sessions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the gateway's sessions (OpenClaw); the one Tether chats in is marked *.",
-        discussion: "Chat in another with tether-protod --session KEY (compose: TETHER_SESSION)."
+        discussion: "Chat in another with tether session use KEY (or Ctrl-P in the terminal UI)."
     )
 
     @OptionGroup var options: ProgramOptions
@@ -446,6 +457,46 @@ struct Sessions: AsyncParsableCommand {
             print(TerminalSafe.visible("\(marker) \(session.key)\(session.displayName.map { " \($0)" } ?? "")\(updated)", newlines: false))
         }
         if reply.sessions.isEmpty { print("(the gateway lists no session)") }
+    }
+}
+
+struct SessionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "session", abstract: "Choose the gateway's session to chat in (OpenClaw).", subcommands: [Use.self])
+
+    struct Use: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Chat in another session from now on, without restarting anything; the choice is kept across restarts.",
+            discussion: """
+                KEY as a person writes it (side, main) or as the gateway names it (agent:main:side). Messages sent before \
+                still go to the session they were sent in: Tether goes over once they are answered, and what is sent \
+                meanwhile waits in the outbox. Front ends show the chosen session's transcript.
+                """)
+
+        @OptionGroup var options: ProgramOptions
+        @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
+
+        @Argument(help: "The session.")
+        var key: String
+
+        @Flag(help: "One JSON object.")
+        var json = false
+
+        func run() async throws {
+            let bus = try openBus(options, remote)
+            let reply: SessionUseCommand.Reply
+            do {
+                reply = try await bus.request(SessionUseCommand.self, .init(key: key), timeout: .seconds(5), attempts: 2)
+            } catch {
+                throw commandError(error)
+            }
+            await bus.close()
+            if json {
+                print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            } else {
+                print(TerminalSafe.visible(reply.detail, newlines: false))
+            }
+        }
     }
 }
 
