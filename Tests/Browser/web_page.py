@@ -1,9 +1,10 @@
 """The web page in a real browser: headless Chromium driven through WebDriver (selenium).
 
-    python3 web_page.py URL_WITH_TOKEN RUN_DIR SCREENSHOT_DIR
+    python3 web_page.py URL_WITH_TOKEN RUN_DIR SCREENSHOT_DIR [sessions TETHER]
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
-compose/state.json names the programs' pids, to kill them). Each check prints one line,
+compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
+the tether command, only the check of a session switch runs (a set speaking OpenClaw). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -12,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -25,6 +27,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 URL, RUN, SHOTS = sys.argv[1], sys.argv[2], sys.argv[3]
+SESSIONS_ONLY = len(sys.argv) > 5 and sys.argv[4] == "sessions"
+TETHER = sys.argv[5] if SESSIONS_ONLY else None
 BASE = URL.split("?")[0]
 HOST = urllib.parse.urlparse(URL).netloc
 
@@ -254,6 +258,34 @@ def check_strangers_are_refused(_driver):
     return f"no token 401, token URL 303 with an HttpOnly SameSite=Strict cookie, wrong Host 421, cross-site Origin on the WebSocket {refused}"
 
 
+def use_session(key):
+    done = subprocess.run([TETHER, "session", "use", key, "--run-dir", RUN], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, f"tether session use {key}: {done.returncode} {done.stderr}"
+    return done.stdout.strip()
+
+
+def check_another_session_replaces_the_transcript(driver):
+    """`tether session use` elsewhere: the page shows the chosen session's transcript, and
+    its messages go there; back again, the first session's."""
+    driver.get(BASE)
+    session = lambda: driver.find_element(By.ID, "status-session").get_attribute("textContent")
+    texts = lambda: [text for _, text in conversation(driver)]
+    wait(lambda: any(text.startswith("You: stored before the page") for text in texts()), 20, "the stored message")
+    wait(lambda: session() == "agent:main:main", 20, "the main session named in the status")
+    said = use_session("side")
+    wait(lambda: session().startswith("agent:main:side") and not any("stored before the page" in text for text in texts()), 20,
+         "the side session's transcript shown")
+    send(driver, "hello side")
+    try:
+        wait(lambda: any(": You said: hello side" in text and not text.startswith("You:") for text in texts()), 30, "the reply in the side session")
+    except AssertionError as error:
+        raise AssertionError(f"{error}: the page shows {texts()}") from None
+    use_session("main")
+    wait(lambda: any(text.startswith("You: stored before the page") for text in texts()) and not any("hello side" in text for text in texts()),
+         20, "the main session's transcript back")
+    return said
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_send_delivered_and_reply_grows,
           check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_keyboard_dark_scheme_and_zoom]
 
@@ -261,11 +293,12 @@ CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, chec
 def main():
     failures = 0
     started = time.monotonic()
+    checks = [check_another_session_replaces_the_transcript] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie
         wait(lambda: driver.find_element(By.ID, "conversation"), 20, "the page")
-        for check in CHECKS:
+        for check in checks:
             begun = time.monotonic()
             try:
                 said = check(driver)
@@ -280,7 +313,7 @@ def main():
                 print(f"FAILED {check.__name__}: {error}\n{traceback.format_exc()}screenshot: {shot}", flush=True)
     finally:
         driver.quit()
-    print(f"browser checks: {len(CHECKS) - failures} of {len(CHECKS)} passed in {time.monotonic() - started:.1f} s", flush=True)
+    print(f"browser checks: {len(checks) - failures} of {len(checks)} passed in {time.monotonic() - started:.1f} s", flush=True)
     return failures
 
 

@@ -58,6 +58,35 @@ import TetherTesting
         await client.close()
     }
 
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func anotherSessionIsChosenWithSlashSessionOrCtrlPAndItsTranscriptShown() async throws {
+        let set = try await ComposedSet.openClaw()
+        defer { set.stop() }
+        #expect(try set.tether(["send", "said in main"]).status == 0)
+        let ui = try startUI(set)
+        _ = try await ui.waitFor("You: said in main  ✓✓ delivered", "session agent:main:main", "Ctrl-P sessions")
+
+        try ui.type("/session side")
+        try ui.press("Enter")
+        // What happens is said in the status line until the next key.
+        let side = try await ui.waitFor("chatting in agent:main:side", "No messages yet")
+        #expect(!side.contains("said in main"), "the main session's transcript is still shown:\n\(side)")
+        try ui.type("said in side")
+        try ui.press("Enter")
+        let answered = try await ui.waitFor("You: said in side  ✓✓ delivered", "You said: said in side", "session agent:main:side")
+        #expect(!answered.contains("said in main"))
+        #expect(set.openClawTranscript(session: "agent:main:side").first?.text == "said in side")
+
+        // Ctrl-P lists the sessions; a digit chooses one.
+        try ui.press("C-p")
+        let list = try await ui.waitFor("1  agent:main:main", "2  agent:main:side  ← current")
+        print("terminal UI session list:\n\(list)")
+        try ui.type("1")
+        let back = try await ui.waitFor("You: said in main  ✓✓ delivered", "chatting in agent:main:main")
+        #expect(!back.contains("said in side"), "the side session's transcript is still shown:\n\(back)")
+        try ui.press("C-c")
+    }
+
     /// As a user runs it: from a shell, where Ctrl-Z stops the job and `fg` brings it back.
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
     func ctrlZStopsTheJobAndFgResumes() async throws {

@@ -12,8 +12,19 @@ import Glibc
     private static let script = Programs.packageRoot + "/Tests/Browser/web_page.py"
 
     @Test func thePageInARealBrowser() async throws {
+        try await runBrowserChecks(environment: ["TETHER_CHUNK_DELAY": "150"])
+    }
+
+    /// Against the development gateway speaking OpenClaw: a session chosen elsewhere.
+    @Test func thePageFollowsTheSessionChosen() async throws {
+        try await runBrowserChecks(environment: ["TETHER_DIALECT": "openclaw"], only: ["sessions", Programs.path("tether")])
+    }
+
+    /// Starts compose/web.yaml, stores a message, opens the page and runs Tests/Browser's checks
+    /// (`only` chooses some).
+    private func runBrowserChecks(environment: [String: String], only: [String] = []) async throws {
         let webPort = try freePort()
-        let set = try await ComposedSet(file: "web.yaml", environment: ["TETHER_WEB_PORT": "\(webPort)", "TETHER_CHUNK_DELAY": "150"])
+        let set = try await ComposedSet(file: "web.yaml", environment: environment.merging(["TETHER_WEB_PORT": "\(webPort)"]) { $1 })
         defer { set.stop() }
         let check = try ChildProcess("/usr/bin/env", ["python3", "-c", "import selenium"], outputDirectory: set.run.path, name: "selenium")
         if try check.waitForExit(timeout: .seconds(30)) != 0 {
@@ -31,7 +42,8 @@ import Glibc
         let shots = ProcessInfo.processInfo.environment["TETHER_SCREENSHOTS"] ?? Programs.packageRoot + "/.build/test-screenshots"
         try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
         let started = ContinuousClock.now
-        let browser = try ChildProcess("/usr/bin/env", ["python3", Self.script, url, set.run.path, shots], outputDirectory: set.outputs.path, name: "browser")
+        let browser = try ChildProcess(
+            "/usr/bin/env", ["python3", Self.script, url, set.run.path, shots] + only, outputDirectory: set.outputs.path, name: "browser")
         let status = try browser.waitForExit(timeout: .seconds(300))
         let elapsed = started.duration(to: .now)
         print("browser checks took \(elapsed):\n\(browser.standardOutput)")

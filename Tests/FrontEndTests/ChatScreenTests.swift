@@ -161,6 +161,68 @@ import TetherWire
         #expect(screen.handle(.control("x"), at: start) == .abort)
     }
 
+    @Test func slashSessionAndCtrlPChooseASessionAndOtherSlashesAreMessages() throws {
+        #expect(ChatScreen.command(in: "/session side") == .useSession("side"))
+        #expect(ChatScreen.command(in: "  /session   agent:main:side ") == .useSession("agent:main:side"))
+        #expect(ChatScreen.command(in: "/sessions") == .listSessions)
+        #expect(ChatScreen.command(in: "/session") == .listSessions)
+        #expect(ChatScreen.command(in: "/session two words") == nil)
+        #expect(ChatScreen.command(in: "/new") == nil, "the gateway's own commands go to it as messages")
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        for character in "/session side" { _ = screen.handle(.character(character), at: start) }
+        #expect(screen.handle(.enter, at: start) == .useSession("side"))
+        #expect(screen.handle(.control("p"), at: start) == .listSessions)
+        screen.apply(try message(.conversationSession, ConversationSession(dialect: .openclaw, sessionKey: "agent:main:main")), at: start)
+        screen.showSessions(
+            SessionsCommand.Reply(sessions: [.init(key: "agent:main:main"), .init(key: "agent:main:side", displayName: "Side")], current: "agent:main:main"))
+        let rows = screen.render(width: 80, height: 10, at: start).rows.map(\.text)
+        #expect(rows.contains { $0.contains("1  agent:main:main  ← current") })
+        #expect(rows.contains { $0.contains("2  agent:main:side (Side)") })
+        #expect(screen.handle(.character("2"), at: start) == .useSession("agent:main:side"))
+        #expect(!screen.render(width: 80, height: 10, at: start).rows.contains { $0.text.contains("agent:main:side (Side)") }, "the list closes")
+        screen.showSessions(SessionsCommand.Reply(sessions: [.init(key: "agent:main:main")], current: nil))
+        #expect(screen.handle(.character("7"), at: start) == nil, "no seventh session: the list closes, the key is typed")
+    }
+
+    @Test func anotherSessionsTranscriptReplacesTheOneShownAndWhatCameMeanwhileIsKept() throws {
+        let mainEntry = TranscriptEntry(
+            id: MessageID("a"), sender: .user, content: "in main", timestamp: Date(), status: .delivered, session: "agent:main:main", revision: 1)
+        var screen = ChatScreen(
+            frontEnd: "tether",
+            frame: FirstFrame(
+                display: nil, identity: nil, entries: [mainEntry], revision: 1, session: ConversationSession(dialect: .openclaw, sessionKey: "agent:main:main"))
+        )
+        #expect(!screen.needsTranscript)
+        screen.apply(try message(.conversationSession, ConversationSession(dialect: .openclaw, sessionKey: "agent:main:main")), at: start)
+        #expect(!screen.needsTranscript, "the same session needs no other transcript")
+        screen.apply(
+            try message(
+                .conversationSession,
+                ConversationSession(dialect: .openclaw, sessionKey: "agent:main:side", finishing: "agent:main:main", finishingMessages: 1)),
+            at: start)
+        #expect(screen.wantedSession == "agent:main:side")
+        #expect(
+            screen.render(width: 200, height: 8, at: start).rows[6].text.contains("session agent:main:side (loading) · 1 still finishing in agent:main:main"))
+        // While it is fetched: a reply in the session before, and a message in the new one.
+        let late = TranscriptEntry(
+            id: MessageID("a:reply"), sender: .bot(name: "Opta"), content: "late main reply", timestamp: Date(), status: .received,
+            session: "agent:main:main", revision: 3)
+        let fresh = TranscriptEntry(
+            id: MessageID("b"), sender: .user, content: "in side", timestamp: Date(), status: .queued, session: "agent:main:side", revision: 4)
+        screen.apply(try message(.conversationMessage, late), at: start)
+        screen.apply(try message(.conversationMessage, fresh), at: start)
+        let stored = TranscriptEntry(
+            id: MessageID("s"), sender: .bot(name: "Opta"), content: "earlier in side", timestamp: Date(), status: .received,
+            session: "agent:main:side", revision: 2)
+        screen.showTranscript(FirstFrame(display: nil, identity: nil, entries: [stored], revision: 2), of: "agent:main:side")
+        #expect(!screen.needsTranscript)
+        #expect(screen.transcript.entries.map(\.content) == ["earlier in side", "in side"])
+        screen.apply(try message(.conversationMessage, late), at: start)
+        #expect(screen.transcript.entries.count == 2, "an entry of another session was shown")
+        screen.showTranscript(FirstFrame(display: nil, identity: nil, entries: [], revision: 9), of: "agent:main:other")
+        #expect(screen.transcript.entries.count == 2, "a transcript nobody waits for was shown")
+    }
+
     @Test func waitingForApprovalSaysWhatToRun() throws {
         let status = ConnectionStatus(
             phase: .failed, url: "ws://g", epoch: 0, lastError: "approve it on the gateway with `openclaw devices approve r-1`", failure: .pairingRequired)

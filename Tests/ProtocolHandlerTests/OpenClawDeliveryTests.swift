@@ -50,6 +50,8 @@ import TetherWire
             guard case .commit = machine.admit(request, now: OpenClawDeliveryTests.at(now)) else { return [] }
             var message = DeliveryStateMachineTests.outboxMessage(id, sequence: nextSequence, createdAt: now)
             message.content = request.content
+            // As protod commits it: in the session chosen when it was sent.
+            message.session = machine.chosenSession
             nextSequence += 1
             return handle(.accepted(message, fallbackFrom: nil))
         }

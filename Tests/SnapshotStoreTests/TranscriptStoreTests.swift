@@ -21,6 +21,36 @@ import TetherWire
         #expect(try await store.latest(limit: 10).entries.map(\.status) == [.delivered])
     }
 
+    @Test func eachSessionHasItsTranscriptAndEntriesNamingNoneAreInEvery() async throws {
+        let run = try TestRunDirectory()
+        let store = try TranscriptStore(path: run.path + "/snapd.sqlite")
+        var older = entry("old", .delivered, content: "before sessions were kept")
+        older.session = nil
+        try await store.apply(older)
+        for index in 0..<4 {
+            var main = entry("m\(index)", .delivered, content: "main \(index)")
+            main.session = "agent:main:main"
+            try await store.apply(main)
+            var side = entry("s\(index)", .delivered, content: "side \(index)")
+            side.session = "agent:main:side"
+            try await store.apply(side)
+        }
+        let side = try await store.latest(limit: 3, session: "agent:main:side")
+        #expect(side.entries.map(\.content) == ["side 1", "side 2", "side 3"])
+        #expect(side.entries.allSatisfy { $0.session == "agent:main:side" })
+        let rest = try await store.latest(limit: 3, before: side.nextBefore, session: "agent:main:side")
+        #expect(rest.entries.map(\.content) == ["before sessions were kept", "side 0"])
+        #expect(rest.nextBefore == nil, "another session's entries are not older pages of this one")
+        #expect(try await store.latest(limit: 100).entries.count == 9, "without a session: every entry")
+        // A later change of an entry that does not name its session keeps the one it had.
+        try await store.apply(entry("s3", .delivered, content: "side 3, edited"))
+        #expect(try await store.latest(limit: 1, session: "agent:main:side").entries.first?.session == "agent:main:side")
+        #expect(try await store.conversation() == nil)
+        #expect(try await store.save(ConversationSession(dialect: .openclaw, sessionKey: "agent:main:side")))
+        #expect(try await !store.save(ConversationSession(dialect: .openclaw, sessionKey: "agent:main:side")), "the same again changes nothing")
+        #expect(try await store.conversation()?.sessionKey == "agent:main:side")
+    }
+
     @Test func latestKeepsOrderAndLimit() async throws {
         let run = try TestRunDirectory()
         let store = try TranscriptStore(path: run.path + "/snapd.sqlite")

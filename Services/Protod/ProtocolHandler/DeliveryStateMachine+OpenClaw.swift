@@ -238,6 +238,8 @@ extension DeliveryStateMachine {
         // of Tether's is unanswered in this one, so that each reply finds its message.
         let due = canonical(dueSessionRequest)
         if due != link.sessionKey, link.history == nil, !hasUnanswered(in: link.sessionKey) {
+            // What this event published so far belongs to the session before.
+            nameSessions(in: &actions)
             actions.append(.diagnose(DiagnosticEvent(kind: .sessionChanged, detail: "chatting in \(due) (was \(link.sessionKey))")))
             link.chatIn(due)
             chattingIn = due

@@ -133,7 +133,12 @@ public struct StatusReport: Sendable, Codable {
             for stored in storage { _ = notices.apply(stored) }
             lines.append(contentsOf: notices.current.isEmpty ? ["storage: ok"] : notices.current.map { "storage: " + $0 })
         }
-        if let key = session?.sessionKey { lines.append("session: \(key)" + (session?.requested.map { " (asked for \($0))" } ?? "")) }
+        if let key = session?.sessionKey {
+            lines.append("session: \(key)" + (session?.requested.map { " (asked for \($0))" } ?? ""))
+            if let finishing = session?.finishing, let waiting = session?.finishingMessages {
+                lines.append("  \(waiting) message\(waiting == 1 ? "" : "s") sent before still finishing in \(finishing); what is sent now waits until then")
+            }
+        }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
         switch frontEnds {
         case nil: lines.append("front ends: unknown (tether-connd is not running)")

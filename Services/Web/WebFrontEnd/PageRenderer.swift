@@ -16,10 +16,12 @@ public struct PageRenderer: Sendable {
         public var connection: ConnectionStatus?
         /// Why the stored transcript is missing, when it is.
         public var problem: String?
+        /// OpenClaw: the session whose transcript this is.
+        public var session: String?
 
         public init(
             entries: [TranscriptEntry] = [], revision: Int = 0, streaming: [StreamProgress] = [], draft: String = "", connection: ConnectionStatus? = nil,
-            problem: String? = nil
+            problem: String? = nil, session: String? = nil
         ) {
             self.entries = entries
             self.revision = revision
@@ -27,6 +29,7 @@ public struct PageRenderer: Sendable {
             self.draft = draft
             self.connection = connection
             self.problem = problem
+            self.session = session
         }
     }
 
@@ -58,6 +61,7 @@ public struct PageRenderer: Sendable {
             <dt>Network</dt><dd id="status-network">unknown</dd>
             <dt>Outbox</dt><dd id="status-outbox">unknown</dd>
             <dt>Health</dt><dd id="status-health">unknown</dd>
+            <dt>Session</dt><dd id="status-session">\(escape(frame.session ?? "the gateway's only one"))</dd>
             </dl>
             </details>
             </header>

@@ -11,6 +11,8 @@ enum PageMessage {
         var id: String?
         var content: String?
         var text: String?
+        /// With `snapshot`: the session whose transcript to send (the one `conv.session` named).
+        var session: String?
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
@@ -58,7 +60,7 @@ public struct WebBridge: Sendable {
         switch request.type {
         case "snapshot":
             do {
-                let snapshot = try await storedFrame(timeout: .milliseconds(2500), attempts: 3)
+                let snapshot = try await storedFrame(session: request.session, timeout: .milliseconds(2500), attempts: 3)
                 let body = String(decoding: try BusSchema.makeEncoder().encode(snapshot), as: UTF8.self)
                 return #"{"type":"snapshot","snapshot":\#(body)}"#
             } catch {
@@ -93,12 +95,14 @@ public struct WebBridge: Sendable {
         }
     }
 
-    /// What snapd keeps for the page: the newest entries, the replies still streaming, the draft.
-    private func storedFrame(timeout: Duration, attempts: Int) async throws(BusError) -> PageRenderer.FirstFrame {
+    /// What snapd keeps for the page: the newest entries of `session` (nil: of the session
+    /// chatted in), the replies still streaming, the draft.
+    private func storedFrame(session: String? = nil, timeout: Duration, attempts: Int) async throws(BusError) -> PageRenderer.FirstFrame {
         let reply = try await bus.request(
-            SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries), timeout: timeout, attempts: attempts)
+            SnapshotCommand.self, .init(frontEnd: Self.frontEnd, limit: Self.firstFrameEntries, session: session), timeout: timeout, attempts: attempts)
         return PageRenderer.FirstFrame(
-            entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming, draft: reply.display?.draft ?? "")
+            entries: reply.transcript.entries, revision: reply.transcript.revision, streaming: reply.streaming, draft: reply.display?.draft ?? "",
+            session: session ?? reply.session?.sessionKey)
     }
 
     /// The first frame for a new page: the stored transcript, the draft, the connection.

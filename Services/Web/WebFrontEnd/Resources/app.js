@@ -19,6 +19,7 @@ const statusFields = {
   network: document.getElementById("status-network"),
   outbox: document.getElementById("status-outbox"),
   health: document.getElementById("status-health"),
+  session: document.getElementById("status-session"),
 };
 
 const PENDING_KEY = "tether-pending";
@@ -44,6 +45,8 @@ function follow(previous, progress) {
   });
 }
 let revision = frame.revision || 0;
+/** The session whose transcript is shown (OpenClaw); null: every entry. */
+let shownSession = frame.session || null;
 let botName = "Bot";
 let socket = null;
 let socketDelay = 500;
@@ -122,7 +125,27 @@ function applyDelivery(update) {
   known.detail = update.detail;
 }
 
+/** Whether an entry or reply of `session` belongs to the transcript shown. */
+function isShown(session) {
+  return !session || !shownSession || session === shownSession;
+}
+
+/** The conversation moved to another session: its transcript replaces the one shown. */
+function showSession(session) {
+  statusFields.session.textContent = (session.sessionKey || "the gateway's only one")
+    + (session.finishing ? " (" + session.finishingMessages + " sent before still finishing in " + session.finishing + ")" : "");
+  if (!session.sessionKey || session.sessionKey === shownSession) return;
+  shownSession = session.sessionKey;
+  for (const [id, entry] of entries) if (entry.status !== "sending") entries.delete(id);
+  streams.clear();
+  revision = 0;
+  notice.textContent = "Now chatting in " + shownSession + ".";
+  render();
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "snapshot", session: shownSession }));
+}
+
 function applySnapshot(snapshot) {
+  if (snapshot.session && shownSession && snapshot.session !== shownSession) return;
   for (const entry of snapshot.entries) applyEntry(entry);
   revision = Math.max(revision, snapshot.revision || 0);
   for (const progress of snapshot.streaming || []) {
@@ -196,10 +219,11 @@ function receive(data) {
 
 function applyBus(topic, body) {
   switch (topic) {
-    case "conv.message": applyEntry(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
+    case "conv.message": if (!isShown(body.session)) break; applyEntry(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
     case "conv.delivery": applyDelivery(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
+    case "conv.session": showSession(body); break;
     case "conv.stream": {
-      if (entries.has(body.id.value)) break;
+      if (entries.has(body.id.value) || !isShown(body.session)) break;
       const followed = follow(streams.get(body.id.value), body);
       if (followed) { streams.set(body.id.value, followed); render(); }
       break;
@@ -222,7 +246,7 @@ function connect() {
   socket.onopen = () => {
     socketDelay = 500;
     if (!banner.hidden && bannerWords.textContent === "Reconnecting to tether-web…") banner.hidden = true;
-    socket.send(JSON.stringify({ type: "snapshot" }));
+    socket.send(JSON.stringify({ type: "snapshot", session: shownSession }));
     // What was typed while tether-web could not be reached is saved now.
     socket.send(JSON.stringify({ type: "draft", text: input.value }));
     for (const waiting of pending()) socket.send(JSON.stringify({ type: "send", id: waiting.id, content: waiting.content }));
