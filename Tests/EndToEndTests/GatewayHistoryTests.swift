@@ -34,4 +34,71 @@ import TetherWire
         let contents = entries.map(\.content)
         #expect(Set(contents).count == contents.count, "added twice: \(contents)")
     }
+
+    @Test func theGatewaysRewriteAfterACrashAddsNothingTwice() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_CHUNK_DELAY": "40"])
+        defer { set.stop() }
+        let bus = try set.busClient("history-test")
+        defer { Task { await bus.close() } }
+        let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
+        // The gateway writes the rewrite only in a session that has had a reply.
+        #expect(try set.tether(["send", "first"]).status == 0)
+        let words = (1...40).map { "w\($0)" }
+        let cut = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "60", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "cut")
+        _ = try await stream.waitFor { $0.length > 20 && $0.text.hasPrefix("You said: w1") }
+        // The gateway dies in the middle of the run: its message is left without a reply.
+        #expect(try await set.killAndAwaitRestart("gateway"))
+        #expect(try cut.waitForExit(timeout: .seconds(60)) == 3, "\(cut.standardOutput) \(cut.standardError)")
+        #expect(cut.standardOutput.hasPrefix("You said: w1"), "as far as it came: \(cut.standardOutput.prefix(80))")
+        let next = try set.tether(["send", "after", "the", "crash"])
+        #expect(next.status == 0 && next.standardOutput == "You said: after the crash\n", "\(next.standardOutput) \(next.standardError)")
+        // As the real gateway: the orphaned message and the new one merged into one entry.
+        let merged = set.openClawTranscript().filter { $0.role == "user" }
+        #expect(
+            merged.count == 3 && merged.last?.text.hasPrefix("[Queued user message that arrived while the previous turn was still active]") == true, "\(merged)"
+        )
+        // Read again on each reconnect: each message once, no rewrite shown.
+        for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
+        try await Task.sleep(for: .seconds(2))
+        let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
+        let sent = entries.filter { $0.sender == .user }.map(\.content)
+        #expect(sent == ["first", words.joined(separator: " "), "after the crash"], "\(sent)")
+        let replies = entries.filter { $0.sender != .user }
+        #expect(replies.map(\.status) == [.received, .incomplete, .received], "\(replies.map { "\($0.status) \($0.content.prefix(30))" })")
+        #expect(replies.last?.content == "You said: after the crash")
+    }
+
+    @Test func aReplyThatCannotBeToldApartIsShownWithoutAClaimAndTheSenderIsTold() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_CHUNK_DELAY": "40"])
+        defer { set.stop() }
+        // Another client whose messages carry the same label as Tether's.
+        let other = try await OtherOpenClawClient(port: set.port, token: try set.gatewayToken, displayName: "Tether")
+        defer { other.stop() }
+        let bus = try set.busClient("history-test")
+        defer { Task { await bus.close() } }
+        let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
+        let text = (1...30).map { "same\($0)" }.joined(separator: " ")
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "90", "--run-dir", set.run.path, text], outputDirectory: set.run.path, name: "send")
+        _ = try await stream.waitFor { $0.length > 10 }
+        // Tether hears nothing more while its run and the other client's same words run.
+        let connd = try #require(set.pid(of: "connd"))
+        kill(connd, SIGSTOP)
+        other.send(text)
+        let both = await eventually(timeout: .seconds(30)) { set.openClawTranscript().map(\.role) == ["user", "assistant", "user", "assistant"] }
+        #expect(both, "\(set.openClawTranscript().map { "\($0.role): \($0.text.prefix(20))" })")
+        kill(connd, SIGKILL)
+        #expect(await set.awaitRestart(of: "connd", replacing: connd))
+        #expect(try send.waitForExit(timeout: .seconds(60)) == 3, "\(send.standardOutput) \(send.standardError)")
+        #expect(send.standardError.contains("delivered, but no reply is printed"), "\(send.standardError)")
+        #expect(send.standardOutput.isEmpty, "a reply printed as if it were certainly this message's: \(send.standardOutput)")
+        // In the conversation: both messages and both replies, once each, no reply claimed.
+        try await Task.sleep(for: .seconds(1))
+        let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
+        #expect(entries.count { $0.sender == .user && $0.content == text } == 2, "\(entries.map { "\($0.sender) \($0.content.prefix(20))" })")
+        let replies = entries.filter { $0.sender != .user && $0.content == "You said: " + text }
+        #expect(replies.count == 2, "\(entries.map { "\($0.sender) \($0.status) \($0.content.prefix(20))" })")
+        #expect(replies.allSatisfy { $0.inReplyTo == nil }, "\(replies.map { "\($0.inReplyTo?.value ?? "-")" })")
+    }
 }

@@ -238,6 +238,15 @@ import Glibc
         let sessions = try set.tether(["sessions"])
         #expect(sessions.status == 0 && sessions.standardOutput.contains("* agent:main:work"), "\(sessions.standardOutput) \(sessions.standardError)")
         #expect(sessions.standardOutput.contains("  agent:main:main"), "\(sessions.standardOutput)")
+
+        // The history read again (each reconnect): the stopped reply stays one entry, incomplete.
+        for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
+        try await Task.sleep(for: .seconds(2))
+        let transcript = try await bus.request(TranscriptCommand.self, .init(limit: 50)).entries
+        let replies = transcript.filter { $0.sender != .user }
+        #expect(replies.count == 1, "\(replies.map { "\($0.status) \($0.content.prefix(30))" })")
+        #expect(replies.first?.status == .incomplete && replies.first?.detail == "the reply was stopped (chat.abort)", "\(replies)")
+        #expect(transcript.count { $0.sender == .user } == 1, "\(transcript.map { "\($0.sender) \($0.content.prefix(30))" })")
         await bus.close()
     }
 }
