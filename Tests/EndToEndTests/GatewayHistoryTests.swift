@@ -101,4 +101,37 @@ import TetherWire
         #expect(replies.count == 2, "\(entries.map { "\($0.sender) \($0.status) \($0.content.prefix(20))" })")
         #expect(replies.allSatisfy { $0.inReplyTo == nil }, "\(replies.map { "\($0.inReplyTo?.value ?? "-")" })")
     }
+
+    @Test func aNewSessionsFirstMessageLostWithTheGatewayIsSentAgainAndAnswered() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_CHUNK_DELAY": "40"])
+        defer { set.stop() }
+        let bus = try set.busClient("history-test")
+        defer { Task { await bus.close() } }
+        let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
+        let words = (1...40).map { "w\($0)" }
+        let send = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "60", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")
+        _ = try await stream.waitFor { $0.length > 20 }
+        // As the real gateway: a brand-new session's first message is not stored before its reply.
+        #expect(set.openClawTranscript().isEmpty, "\(set.openClawTranscript())")
+        #expect(try await set.killAndAwaitRestart("gateway"))
+        #expect(try send.waitForExit(timeout: .seconds(60)) == 0, "\(send.standardOutput.prefix(100)) \(send.standardError)")
+        #expect(send.standardOutput == "You said: " + words.joined(separator: " ") + "\n", "\(send.standardOutput.prefix(100))")
+        #expect(set.openClawTranscript().map(\.role) == ["user", "assistant"], "\(set.openClawTranscript())")
+    }
+
+    @Test func aLongMessageTheGatewaysHistoryShortensIsStillRecognised() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3")
+        defer { set.stop() }
+        let long = String(repeating: "0123456789", count: 900)
+        let send = try set.tether(["send", long])
+        #expect(send.status == 0, "\(send.standardError)")
+        for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
+        let bus = try set.busClient("history-test")
+        defer { Task { await bus.close() } }
+        try await Task.sleep(for: .seconds(2))
+        let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
+        #expect(entries.map(\.content.count) == [9000, 9000 + "You said: ".count], "\(entries.map { "\($0.sender) \($0.content.suffix(30))" })")
+        #expect(!entries.contains { $0.content.hasSuffix("...(truncated)...") })
+    }
 }

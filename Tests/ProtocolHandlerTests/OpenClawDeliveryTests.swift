@@ -291,6 +291,40 @@ import TetherWire
         #expect(driver.entries { $0.id.value == "m1:reply" }.count == 1, "the reply already whole is not published again")
     }
 
+    @Test func aNewSessionsFirstMessageTheRestartedGatewayNeverStoredIsWrittenAgainAndItsReplyAwaited() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        driver.chat(Self.delta("m1", text: "cut", increment: "cut"), on: "c1")
+        #expect(driver.deliveries(of: "m1").last == .delivered && driver.machine.pendingCount == 0)
+        driver.handle(.connectionDown, at: 5)
+        // The gateway restarted (up for 1 s): a brand-new session's first message is stored only
+        // with its reply, so its history is empty.
+        driver.connect("c2", epoch: 2, uptime: 1, at: 6)
+        driver.history([], on: "c2")
+        #expect(driver.entries { $0.id.value == "m1:reply" }.isEmpty, "the reply was ended although the message is to be run again")
+        #expect(driver.log.contains(.persistRequeued(id: "m1")))
+        #expect(driver.sent(on: "c2") == ["m1"], "the lost message was not written again with its key")
+        driver.respond("send:m1", Self.started)
+        driver.chat(Self.final("m1", text: "the whole reply"), on: "c2")
+        #expect(driver.entries { $0.id.value == "m1:reply" }.map(\.content) == ["the whole reply"])
+        #expect(driver.machine.pendingCount == 0)
+
+        // A message the restarted gateway's history holds is not written again: its reply is cut.
+        driver.send("m2")
+        driver.respond("send:m2", Self.started)
+        driver.chat(Self.delta("m2", text: "half", increment: "half"), on: "c2")
+        driver.handle(.connectionDown, at: 10)
+        driver.connect("c3", epoch: 3, uptime: 1, at: 12)
+        driver.history(
+            [Self.user("text of m1", at: 6.5), Self.assistant("the whole reply", at: 7), Self.user("text of m2", at: 8)], on: "c3")
+        #expect(driver.sent(on: "c3").isEmpty)
+        #expect(driver.entries { $0.id.value == "m2:reply" }.last?.status == .incomplete)
+    }
+
     @Test func aRefusalFailsInWordsAndAbortsAndErrorsAreIncompleteInWords() throws {
         var driver = Driver()
         driver.connect("c1", epoch: 1)

@@ -820,7 +820,16 @@ extension DeliveryStateMachine {
             } else if let owner = run.inReplyTo, merge.unclaimed[owner] != nil {
                 runs[runID] = nil
             } else if let started = link.gatewayStartedAt, run.startedAt < started {
-                end(runID, as: .incomplete, why: "the gateway restarted during the reply: it will not be finished", now: now, into: &actions)
+                // A session's first message is stored only with its first reply: a gateway that
+                // restarted before that has neither it nor its key. Written again, same key.
+                if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = sentMessages.last(where: { $0.id == owner }),
+                    merge.windowStart.map({ $0 <= sent.createdAt }) ?? true
+                {
+                    runs[runID] = nil
+                    requeue(sent, into: &actions)
+                } else {
+                    end(runID, as: .incomplete, why: "the gateway restarted during the reply: it will not be finished", now: now, into: &actions)
+                }
             } else {
                 runs[runID]?.heardAt = now
             }
@@ -833,6 +842,25 @@ extension DeliveryStateMachine {
         }
         open.dialect = .openClaw(link)
         connection = open
+    }
+
+    /// Puts a message the gateway lost back at the head of the outbox, to be written again
+    /// with its key: its sender goes on waiting for its reply.
+    mutating func requeue(_ sent: HistoryMerge.Sent, into actions: inout [Action]) {
+        let first = (pending.map(\.sequence).min() ?? 1) - 1
+        pending.insert(
+            Pending(
+                id: sent.id.value, sequence: first, content: sent.text, createdAt: sent.createdAt, strategy: .queued, kind: nil, retry: .default,
+                everWritten: false, session: sent.session),
+            at: 0)
+        actions.append(.persistRequeued(id: sent.id.value))
+        actions.append(
+            .diagnose(
+                DiagnosticEvent(
+                    kind: .historyChecked, messageID: sent.id,
+                    detail:
+                        "the gateway restarted before it stored this message (a session's first message is stored with its first reply): written again with its key"
+                )))
     }
 
     // MARK: What the transcript holds

@@ -119,6 +119,8 @@ public struct DeliveryStateMachine: Sendable {
         case persistDelivered(id: String)
         /// End these messages in the outbox with a final status, before saying so.
         case persistFinal(ids: [String], status: OutboxMessage.Status)
+        /// Put a delivered message back in the outbox, to be written again: the gateway lost it.
+        case persistRequeued(id: String)
         /// Journal and publish a conversation change (`conv.message` or `conv.delivery`).
         case publishEntry(TranscriptEntry)
         case publishDelivery(DeliveryUpdate)

@@ -234,6 +234,15 @@ public struct Outbox: Sendable {
         }
     }
 
+    /// Puts a delivered message back among those to send (the gateway lost it), where it
+    /// was in the order.
+    public func requeue(id: String) async throws {
+        try await database.write { db in
+            try db.execute(
+                sql: "UPDATE outbox SET status = 'queued', sentEpoch = NULL, sentConnection = NULL WHERE id = ? AND status = 'delivered'", arguments: [id])
+        }
+    }
+
     /// The gateway session to resume, as last saved.
     public func session() async throws -> (sessionID: String?, lastSequence: Int) {
         try await database.read { db in

@@ -447,6 +447,8 @@ actor ProtocolEngine {
             _ = try await outbox.markDelivered(id: id)
         case .persistFinal(let ids, let status):
             try await outbox.finish(ids, as: status)
+        case .persistRequeued(let id):
+            try await outbox.requeue(id: id)
         case .publishEntry(let entry):
             publishChange(entry)
         case .publishDelivery(let update):
@@ -513,7 +515,7 @@ extension DeliveryStateMachine.Action {
     /// Whether carrying it out writes the outbox.
     var writesTheOutbox: Bool {
         switch self {
-        case .persistSent, .persistDelivered, .persistFinal, .saveSession: true
+        case .persistSent, .persistDelivered, .persistFinal, .persistRequeued, .saveSession: true
         default: false
         }
     }
@@ -525,6 +527,7 @@ extension DeliveryStateMachine.Action {
         case .persistSent: "persistSent"
         case .persistDelivered: "persistDelivered"
         case .persistFinal: "persistFinal"
+        case .persistRequeued: "persistRequeued"
         case .publishEntry: "publishEntry"
         case .publishDelivery: "publishDelivery"
         case .publishStream: "publishStream"

@@ -85,6 +85,8 @@ actor OpenClawGateway {
         var text = ""
         /// The id of the run's user entry in the transcript.
         var userEntryID: String?
+        /// The run's user entry, in a session with no reply yet: written only with the first one.
+        var unwrittenUserEntry: ChatTranscriptMessage?
     }
 
     struct Queued {
@@ -334,7 +336,7 @@ actor OpenClawGateway {
             }
             let limit = min(max(params.limit ?? 200, 1), 1000)
             let key = Self.canonical(params.sessionKey)
-            let messages = Array((transcripts[key] ?? []).suffix(limit))
+            let messages = (transcripts[key] ?? []).suffix(limit).map(Self.shortenedForHistory)
             // The key as the client sent it; an unknown session has no id.
             let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
             answer = (true, try? JSONValue(encoding: result), nil)
@@ -440,8 +442,13 @@ actor OpenClawGateway {
         if let orphan = orphans.removeValue(forKey: sessionKey) {
             entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
         }
-        let id = append(ChatTranscriptMessage(role: "user", text: entry, timestamp: Self.milliseconds(Date()), senderLabel: senderLabel), to: sessionKey)
-        activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: id)
+        let user = ChatTranscriptMessage(role: "user", text: entry, timestamp: Self.milliseconds(Date()), senderLabel: senderLabel)
+        // As the gateway: a brand-new session's first user entry appears only with its reply.
+        if transcripts[sessionKey]?.contains(where: { $0.role == "assistant" }) == true {
+            activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey))
+        } else {
+            activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user)
+        }
         Task {
             await self.run(runID, message: message, sessionKey: sessionKey)
             await self.runEnded(in: sessionKey)
@@ -516,6 +523,7 @@ actor OpenClawGateway {
         let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: Self.milliseconds(Date()), stopReason: "stop")
         var stored = final
         stored.model = Self.model
+        writeUserEntry(of: runID)
         append(stored, to: sessionKey)
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
@@ -534,6 +542,7 @@ actor OpenClawGateway {
         for attempt in 1...4 {
             if attempt > 1 { try? await Task.sleep(for: settings.modelRetryDelay) }
             guard activeRuns[runID]?.aborted == false else { return }
+            writeUserEntry(of: runID)
             append(
                 ChatTranscriptMessage(
                     role: "assistant", text: "", timestamp: Self.milliseconds(Date()), stopReason: "error", errorMessage: error, model: Self.model),
@@ -564,6 +573,7 @@ actor OpenClawGateway {
     private func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
         let chosen = activeRuns.filter { $0.value.sessionKey == sessionKey && (runID == nil || $0.key == runID) }.map(\.key).sorted()
         for id in chosen {
+            if activeRuns[id]?.text.isEmpty == false { writeUserEntry(of: id) }
             if let run = activeRuns[id], !run.text.isEmpty {
                 // As the gateway: its own entry with the text so far, listed before the run's user
                 // entry, then the model's partial entry.
@@ -625,6 +635,14 @@ actor OpenClawGateway {
         return id
     }
 
+    /// Writes a run's user entry held back in a session with no reply yet: its first reply is
+    /// about to be written.
+    private func writeUserEntry(of runID: String) {
+        guard let run = activeRuns[runID], let entry = run.unwrittenUserEntry else { return }
+        activeRuns[runID]?.userEntryID = append(entry, to: run.sessionKey)
+        activeRuns[runID]?.unwrittenUserEntry = nil
+    }
+
     /// Adds an entry at the end of a session's transcript, with an id and place of its own
     /// (`__openclaw`, as history shows them); returns its id.
     @discardableResult
@@ -662,6 +680,19 @@ actor OpenClawGateway {
         guard let directory = settings.stateDirectory else { return }
         let lines = entries.compactMap { try? JSONEncoder().encode($0) }.map { String(decoding: $0, as: UTF8.self) + "\n" }.joined()
         _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data(lines.utf8))
+    }
+
+    /// The most characters of an entry's text `chat.history` returns, as the gateway's default.
+    static let historyTextLimit = 8000
+
+    /// An entry as `chat.history` returns it: a longer text cut at ``historyTextLimit`` and
+    /// marked, as the gateway does.
+    static func shortenedForHistory(_ message: ChatTranscriptMessage) -> ChatTranscriptMessage {
+        let text = message.text
+        guard text.count > historyTextLimit else { return message }
+        var shortened = message
+        shortened.content = .array([.object(["type": .string("text"), "text": .string(String(text.prefix(historyTextLimit)) + "\n...(truncated)...")])])
+        return shortened
     }
 
     /// A transcript entry's id, eight hex digits as the gateway's.
