@@ -99,9 +99,10 @@ import TetherWire
     }
 
     /// Through the whole set: the seed greeting written with each `101` reaches the bus on every
-    /// connection, and the OpenClaw set connects at every attempt (no "not an OpenClaw gateway").
-    @Test func theSetHandsOnEveryFrameWrittenWithThe101() async throws {
-        let set = try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"greetOnOpen": true}"#])
+    /// connection, also from a gateway that knows only the seeds' JSON.
+    @Test(arguments: [#"{"greetOnOpen": true}"#, #"{"greetOnOpen": true, "strictSeed": true}"#])
+    func theSetHandsOnEveryFrameWrittenWithThe101(faults: String) async throws {
+        let set = try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": faults])
         defer { set.stop() }
         let bus = try BusClient(source: "upgrade-test", runDirectory: set.run.runDirectory, logger: Logger(label: "upgrade-test"))
         let frames = try await TopicRecorder(bus: bus, prefixes: [Topic.wireInbound.name])
@@ -116,11 +117,13 @@ import TetherWire
             }
             #expect(connected)
         }
+        // One for each reconnect; the first connection's came before the recorder listened (a
+        // gateway with Tether's additions replays it, one of the seeds' JSON does not).
         let greetings = await eventually(timeout: .seconds(10)) {
-            await frames.entries.count { String(decoding: $0.message.body, as: UTF8.self).contains("gateway.greeting") } >= reconnects + 1
+            await frames.entries.count { String(decoding: $0.message.body, as: UTF8.self).contains("gateway.greeting") } >= reconnects
         }
         let counted = await frames.entries.count { String(decoding: $0.message.body, as: UTF8.self).contains("gateway.greeting") }
-        #expect(greetings, "greetings on wire.in: \(counted) for \(reconnects + 1) connections")
+        #expect(greetings, "greetings on wire.in: \(counted) for \(reconnects) reconnections")
         await bus.close()
     }
 }
