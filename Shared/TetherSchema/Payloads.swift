@@ -193,6 +193,9 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     public var serverConnectionID: String?
     /// OpenClaw: how long the gateway had been running when this connection began.
     public var uptimeMilliseconds: Int?
+    /// OpenClaw: when the gateway started, by connd's clock (its uptime taken from the time of
+    /// the handshake): a program that joins the connection later reads it as it is.
+    public var startedAt: Date?
     /// OpenClaw: the gateway's tick interval; no tick for twice this is a dead connection.
     public var tickIntervalMilliseconds: Int?
     /// OpenClaw: the largest frame the gateway reads.
@@ -209,14 +212,15 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
 
     public init(
         dialect: WireDialect, protocolVersion: Int? = nil, serverVersion: String? = nil, serverConnectionID: String? = nil,
-        uptimeMilliseconds: Int? = nil, tickIntervalMilliseconds: Int? = nil, maximumPayload: Int? = nil, mainSessionKey: String? = nil,
-        clockOffsetMilliseconds: Int? = nil, deviceID: String? = nil
+        uptimeMilliseconds: Int? = nil, startedAt: Date? = nil, tickIntervalMilliseconds: Int? = nil, maximumPayload: Int? = nil,
+        mainSessionKey: String? = nil, clockOffsetMilliseconds: Int? = nil, deviceID: String? = nil
     ) {
         self.dialect = dialect
         self.protocolVersion = protocolVersion
         self.serverVersion = serverVersion
         self.serverConnectionID = serverConnectionID
         self.uptimeMilliseconds = uptimeMilliseconds
+        self.startedAt = startedAt
         self.tickIntervalMilliseconds = tickIntervalMilliseconds
         self.maximumPayload = maximumPayload
         self.mainSessionKey = mainSessionKey

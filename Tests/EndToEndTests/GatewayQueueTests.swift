@@ -82,6 +82,20 @@ import Glibc
         await scene.finish()
     }
 
+    @Test func protodRestartedWhileTheMessageWaitsInTheGatewaysQueueStillNeverSaysItDelivered() async throws {
+        let scene = try await Self.queuedBehindAnotherRun()
+        defer { scene.set.stop() }
+        // protod restarts and reconnects while the gateway still holds the message in memory.
+        #expect(try await scene.set.killAndAwaitRestart("protod"))
+        try await Task.sleep(for: .seconds(2))
+        let untrue = await Self.deliveredButMissing(scene)
+        let seen = await scene.deliveries.entries.map { "\($0.value.status)" }
+        #expect(!untrue, "said delivered after protod's restart while only the gateway's memory had it: \(seen)")
+        #expect(try await scene.set.killAndAwaitRestart("gateway"))
+        try await scene.expectDeliveredOnceAfterTheRestart()
+        await scene.finish()
+    }
+
     @Test func aMessageTheFullQueueDroppedIsSaidDroppedAndNeverDelivered() async throws {
         let scene = try await Self.queuedBehindAnotherRun(environment: ["TETHER_GATEWAY_FOLLOW_UP": "0.1"])
         defer { scene.set.stop() }

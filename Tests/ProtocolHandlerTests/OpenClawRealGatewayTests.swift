@@ -69,6 +69,43 @@ extension OpenClawDeliveryTests {
         #expect(!driver.deliveries(of: "m1").contains(.delivered))
     }
 
+    @Test func aRestartedProtodStillKnowsTheMessageIsInTheGatewaysQueueAndMatchesItsFollowUpTurn() throws {
+        let queued = Self.queuedByTheGateway()
+        let kept = try #require(queued.log.compactMap { if case .persistInGatewayQueue(let id, let at) = $0 { (id, at) } else { nil } }.first)
+        #expect(kept.0 == "m1")
+        // protod restarts: the outbox gives m1 back as the gateway holds it.
+        var message = DeliveryStateMachineTests.outboxMessage("m1", sequence: 1, status: .accepted, createdAt: 0, sentConnection: "c1")
+        message.acceptedAt = kept.1
+        var driver = Driver()
+        driver.handle(.started(pending: [message], session: .init(sessionID: nil, lastSequence: 0)), at: 5)
+        #expect(driver.machine.status(of: "m1") == .accepted)
+        driver.connect("c2", epoch: 2, uptime: 1005, at: 6)
+        driver.history([], on: "c2")
+        #expect(driver.sent(on: "c2").isEmpty, "written again while the gateway still holds it")
+        #expect(!driver.deliveries(of: "m1").contains(.delivered), "delivered while only in the gateway's memory")
+        driver.agent("gw-1", stream: "lifecycle", ["phase": .string("start")], on: "c2")
+        driver.chat(Self.final("gw-1", text: "You said: text of m1"), on: "c2", at: 8)
+        driver.history([Self.user("text of m1", at: 7), Self.assistant("You said: text of m1", at: 8)], on: "c2", at: 8.1)
+        #expect(driver.deliveries(of: "m1").last == .delivered)
+        #expect(driver.entries { $0.id.value == "m1:reply" }.last?.inReplyTo?.value == "m1")
+    }
+
+    @Test func aProtodThatJoinsAnOpenConnectionTakesTheGatewaysStartFromTheHandshake() {
+        var message = DeliveryStateMachineTests.outboxMessage("m1", sequence: 1, status: .accepted, createdAt: 0, sentConnection: "c1")
+        message.acceptedAt = Self.at(2)
+        var driver = Driver()
+        driver.handle(.started(pending: [message], session: .init(sessionID: nil, lastSequence: 0)), at: 10)
+        // The handshake was at 0, when the gateway had been up for 5 s; this protod starts at 10.
+        let gateway = GatewayInfo(
+            dialect: .openclaw, protocolVersion: 3, uptimeMilliseconds: 5000, startedAt: Self.at(-5), tickIntervalMilliseconds: 30000,
+            mainSessionKey: "agent:main:main", clockOffsetMilliseconds: 0)
+        driver.handle(.connectionUp(epoch: 1, id: "c1", gateway: gateway), at: 10)
+        driver.handle(.wirePath(heard: true), at: 10)
+        driver.history([], on: "c1", at: 10.1)
+        #expect(driver.sent(on: "c1").isEmpty, "taken for a gateway that restarted after it queued the message")
+        #expect(driver.machine.status(of: "m1") == .accepted)
+    }
+
     @Test func aReconnectToTheSameGatewayLeavesTheMessageInItsQueue() {
         var driver = Self.queuedByTheGateway()
         driver.handle(.connectionDown, at: 10)

@@ -34,6 +34,31 @@ import TetherWire
         #expect(try await outbox.pending().isEmpty)
     }
 
+    @Test func aMessageInTheGatewaysQueueStaysPendingAsAcceptedAndTheSessionChosenIsKeptPerFlag() async throws {
+        let run = try TestRunDirectory()
+        let path = run.path + "/outbox.sqlite"
+        do {
+            let outbox = try Outbox(path: path)
+            _ = try await outbox.enqueue(id: MessageID("a"), content: "one", session: "side")
+            try await outbox.markSent(ids: ["a"], epoch: 1, connection: "c-1")
+            let at = Date(timeIntervalSince1970: 1_800_000_000)
+            try await outbox.markInGatewayQueue(id: "a", at: at)
+            try await outbox.saveChosenSession("side", startedWith: "main")
+        }
+        let outbox = try Outbox(path: path)
+        let pending = try #require(try await outbox.pending().first)
+        #expect(pending.status == .accepted && pending.acceptedAt == Date(timeIntervalSince1970: 1_800_000_000) && pending.session == "side")
+        #expect(try await outbox.chosenSession(startedWith: "main") == "side")
+        #expect(try await outbox.chosenSession(startedWith: "work") == nil, "a changed --session wins over the choice")
+        // Written again after the gateway lost its queue: sent again, then delivered.
+        try await outbox.markSent(ids: ["a"], epoch: 2, connection: "c-2")
+        #expect(try await outbox.message(id: "a")?.status == .sent)
+        #expect(try await outbox.markDelivered(id: "a") != nil)
+        // The gateway then lost it (a session's first message): back among those to send.
+        try await outbox.requeue(id: "a")
+        #expect(try await outbox.pending().map(\.status) == [.queued])
+    }
+
     @Test func survivesReopening() async throws {
         let run = try TestRunDirectory()
         let path = run.path + "/outbox.sqlite"

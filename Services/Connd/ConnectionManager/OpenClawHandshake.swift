@@ -80,7 +80,8 @@ public struct OpenClawHandshake: Sendable {
         let offset = challenge.ts.map { $0 - Int((receivedAt.timeIntervalSince1970 * 1000).rounded()) }
         let info = GatewayInfo(
             dialect: .openclaw, protocolVersion: hello.protocol, serverVersion: hello.server?.version, serverConnectionID: hello.server?.connId,
-            uptimeMilliseconds: hello.snapshot?.uptimeMs, tickIntervalMilliseconds: hello.policy?.tickIntervalMs ?? OpenClawProtocol.defaultTickIntervalMs,
+            uptimeMilliseconds: hello.snapshot?.uptimeMs, startedAt: hello.snapshot?.uptimeMs.map { Date().addingTimeInterval(-Double($0) / 1000) },
+            tickIntervalMilliseconds: hello.policy?.tickIntervalMs ?? OpenClawProtocol.defaultTickIntervalMs,
             maximumPayload: hello.policy?.maxPayload, mainSessionKey: hello.snapshot?.sessionDefaults?.mainSessionKey, clockOffsetMilliseconds: offset,
             deviceID: identity.deviceID)
         return .ready(info, deviceToken: hello.auth?.deviceToken)

@@ -43,7 +43,8 @@ struct OpenClawLink: Sendable, Equatable {
         sessionKey = OpenClawProtocol.canonicalSessionKey(requested, mainSessionKey: gateway.mainSessionKey)
         mainSessionKey = gateway.mainSessionKey
         clockOffset = Double(gateway.clockOffsetMilliseconds ?? 0) / 1000
-        gatewayStartedAt = gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
+        // The uptime is the handshake's: a protod that joins the connection later uses the start it gives.
+        gatewayStartedAt = gateway.startedAt ?? gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
         maximumPayload = gateway.maximumPayload
     }
 
@@ -445,6 +446,7 @@ extension DeliveryStateMachine {
         let id = pending[index].id
         runs[id] = nil
         pending[index].place = .inGatewayQueue(since: now)
+        actions.append(.persistInGatewayQueue(id: id, at: now))
         pending[index].acknowledgementDue = nil
         pending[index].lateAt = nil
         actions.append(

@@ -121,6 +121,8 @@ public struct DeliveryStateMachine: Sendable {
         case persistFinal(ids: [String], status: OutboxMessage.Status)
         /// Put a delivered message back in the outbox, to be written again: the gateway lost it.
         case persistRequeued(id: String)
+        /// Record in the outbox that the gateway holds a message in its queue (OpenClaw).
+        case persistInGatewayQueue(id: String, at: Date)
         /// Journal and publish a conversation change (`conv.message` or `conv.delivery`).
         case publishEntry(TranscriptEntry)
         case publishDelivery(DeliveryUpdate)
@@ -394,7 +396,7 @@ public struct DeliveryStateMachine: Sendable {
             session = saved
             savedSession = saved
             for entry in recent { remember(entry) }
-            pending = messages.filter { $0.status == .queued || $0.status == .sent }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
+            pending = messages.filter { [.queued, .sent, .accepted].contains($0.status) }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
             awaitingReply = pending.filter(\.everWritten).map(\.messageID)
             actions.append(.retainHealth(health.report))
         case .accepted(let message, let fallbackFrom):
@@ -476,9 +478,12 @@ public struct DeliveryStateMachine: Sendable {
         Pending(
             id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
             strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy,
-            everWritten: message.status == .sent, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
+            everWritten: message.status != .queued, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
             // Written by an earlier protod: when first is not kept, so no later than it was made.
-            firstWrittenAt: message.status == .sent ? message.createdAt : nil, restored: message.status == .sent, session: message.session)
+            firstWrittenAt: message.status == .queued ? nil : message.createdAt, restored: message.status == .sent,
+            // The gateway said it holds it: the history decides, as before the restart.
+            place: message.status == .accepted ? .inGatewayQueue(since: message.acceptedAt ?? message.lastSentAt ?? message.createdAt) : .outbox,
+            session: message.session)
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the
@@ -785,6 +790,7 @@ extension DeliveryStatus {
         switch status {
         case .queued: self = .queued
         case .sent: self = .sent
+        case .accepted: self = .accepted
         case .delivered: self = .delivered
         case .failed: self = .failed
         case .expired: self = .expired

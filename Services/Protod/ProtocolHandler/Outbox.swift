@@ -11,6 +11,9 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public enum Status: String, Codable, Sendable {
         case queued
         case sent
+        /// OpenClaw: the gateway answered for it and holds it in memory, in a busy session's
+        /// queue; not stored yet.
+        case accepted
         case delivered
         case failed
         case expired
@@ -44,11 +47,13 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     /// OpenClaw: the session it was sent in, as chosen then (`main`, `side`, a canonical key);
     /// nil for the one chosen at protod's start.
     public var session: String?
+    /// OpenClaw: when the gateway said it holds the message in its queue (status `accepted`).
+    public var acceptedAt: Date?
 
     public init(
         id: String, sequence: Int, content: String, createdAt: Date, status: Status, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
         sentConnection: String?, strategy: String, kind: String?, retryAttempts: Int, retryDelayMilliseconds: Int, retryTimeoutMilliseconds: Int,
-        timeouts: Int, session: String? = nil
+        timeouts: Int, session: String? = nil, acceptedAt: Date? = nil
     ) {
         self.id = id
         self.sequence = sequence
@@ -66,6 +71,7 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
         self.retryTimeoutMilliseconds = retryTimeoutMilliseconds
         self.timeouts = timeouts
         self.session = session
+        self.acceptedAt = acceptedAt
     }
 
     public var retryPolicy: RetryPolicy {
@@ -146,6 +152,11 @@ public struct Outbox: Sendable {
                 table.add(column: "chosenUnder", .text)
             }
         }
+        migrator.registerMigration("add acceptedAt") { db in
+            try db.alter(table: "outbox") { table in
+                table.add(column: "acceptedAt", .datetime)
+            }
+        }
         return migrator
     }
 
@@ -193,7 +204,7 @@ public struct Outbox: Sendable {
             var changed: [String] = []
             for id in ids {
                 try db.execute(
-                    sql: "UPDATE outbox SET status = ? WHERE id = ? AND status IN ('queued', 'sent')", arguments: [status.rawValue, id])
+                    sql: "UPDATE outbox SET status = ? WHERE id = ? AND status IN ('queued', 'sent', 'accepted')", arguments: [status.rawValue, id])
                 if db.changesCount > 0 { changed.append(id) }
             }
             return changed
@@ -204,7 +215,7 @@ public struct Outbox: Sendable {
     public func pending() async throws -> [OutboxMessage] {
         try await database.read { db in
             try OutboxMessage
-                .filter([OutboxMessage.Status.queued.rawValue, OutboxMessage.Status.sent.rawValue].contains(Column("status")))
+                .filter([OutboxMessage.Status.queued, .sent, .accepted].map(\.rawValue).contains(Column("status")))
                 .order(Column("sequence"))
                 .fetchAll(db)
         }
@@ -216,7 +227,7 @@ public struct Outbox: Sendable {
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
-                    WHERE id = ? AND status IN ('queued', 'sent')
+                    WHERE id = ? AND status IN ('queued', 'sent', 'accepted')
                     """)
             for id in ids {
                 try update.execute(arguments: [date, epoch, connection, id])
@@ -229,8 +240,16 @@ public struct Outbox: Sendable {
     public func markDelivered(id: String) async throws -> Date? {
         try await writeWithoutWaitingForTheDisk { db in
             let update = try db.cachedStatement(
-                sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent') RETURNING createdAt")
+                sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent', 'accepted') RETURNING createdAt")
             return try Date.fetchOne(update, arguments: [id])
+        }
+    }
+
+    /// Records that the gateway holds a written message in its queue, in memory (OpenClaw).
+    public func markInGatewayQueue(id: String, at date: Date) async throws {
+        try await writeWithoutWaitingForTheDisk { db in
+            try db.execute(
+                sql: "UPDATE outbox SET status = 'accepted', acceptedAt = ? WHERE id = ? AND status IN ('queued', 'sent')", arguments: [date, id])
         }
     }
 
@@ -322,7 +341,7 @@ public struct Outbox: Sendable {
             var waiting = 0
             for message in messages where try !message.exists(db) {
                 try message.insert(db)
-                if message.status == .queued || message.status == .sent { waiting += 1 }
+                if [.queued, .sent, .accepted].contains(message.status) { waiting += 1 }
             }
             return waiting
         }

@@ -449,6 +449,8 @@ actor ProtocolEngine {
             try await outbox.finish(ids, as: status)
         case .persistRequeued(let id):
             try await outbox.requeue(id: id)
+        case .persistInGatewayQueue(let id, let at):
+            try await outbox.markInGatewayQueue(id: id, at: at)
         case .publishEntry(let entry):
             publishChange(entry)
         case .publishDelivery(let update):
@@ -515,7 +517,7 @@ extension DeliveryStateMachine.Action {
     /// Whether carrying it out writes the outbox.
     var writesTheOutbox: Bool {
         switch self {
-        case .persistSent, .persistDelivered, .persistFinal, .persistRequeued, .saveSession: true
+        case .persistSent, .persistDelivered, .persistFinal, .persistRequeued, .persistInGatewayQueue, .saveSession: true
         default: false
         }
     }
@@ -528,6 +530,7 @@ extension DeliveryStateMachine.Action {
         case .persistDelivered: "persistDelivered"
         case .persistFinal: "persistFinal"
         case .persistRequeued: "persistRequeued"
+        case .persistInGatewayQueue: "persistInGatewayQueue"
         case .publishEntry: "publishEntry"
         case .publishDelivery: "publishDelivery"
         case .publishStream: "publishStream"
