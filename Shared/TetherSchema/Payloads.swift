@@ -252,12 +252,6 @@ public struct ConversationSession: Codable, Hashable, Sendable {
         self.finishing = finishing
         self.finishingMessages = finishingMessages
     }
-
-    /// Whether an entry or reply of `session` belongs to this conversation: its own session's,
-    /// or one that names none (the seed dialect, or stored before sessions were kept apart).
-    public func shows(_ session: String?) -> Bool {
-        session == nil || sessionKey == nil || session == sessionKey
-    }
 }
 
 /// What suspended the connection; it also says what resumes it by itself.

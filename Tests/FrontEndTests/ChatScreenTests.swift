@@ -216,11 +216,17 @@ import TetherWire
             session: "agent:main:side", revision: 2)
         screen.showTranscript(FirstFrame(display: nil, identity: nil, entries: [stored], revision: 2), of: "agent:main:side")
         #expect(!screen.needsTranscript)
-        #expect(screen.transcript.entries.map(\.content) == ["earlier in side", "in side"])
-        screen.apply(try message(.conversationMessage, late), at: start)
-        #expect(screen.transcript.entries.count == 2, "an entry of another session was shown")
+        // The reply to the message sent before the switch is shown too, marked with its session.
+        #expect(screen.transcript.entries.map(\.content) == ["earlier in side", "late main reply", "in side"])
+        let rows = screen.render(width: 200, height: 8, at: start).rows.map(\.text)
+        #expect(rows.contains("[agent:main:main] Opta: late main reply"), "\(rows)")
+        let elsewhere = TranscriptEntry(
+            id: MessageID("x"), sender: .user, content: "in a third", timestamp: Date(), status: .delivered, author: "Phone (cli)",
+            session: "agent:main:third", revision: 5)
+        screen.apply(try message(.conversationMessage, elsewhere), at: start)
+        #expect(screen.transcript.entries.count == 3, "an entry of a session neither shown nor finishing was shown")
         screen.showTranscript(FirstFrame(display: nil, identity: nil, entries: [], revision: 9), of: "agent:main:other")
-        #expect(screen.transcript.entries.count == 2, "a transcript nobody waits for was shown")
+        #expect(screen.transcript.entries.count == 3, "a transcript nobody waits for was shown")
     }
 
     @Test func waitingForApprovalSaysWhatToRun() throws {

@@ -118,4 +118,32 @@ import TetherWire
         driver.history([], on: "c2", at: 4)
         #expect(Self.sessionKeys(of: "chat.send", on: "c2", in: driver) == ["agent:main:side"])
     }
+
+    @Test func aReconnectWhileAReplyIsComingInTheSessionBeforeReopensThereUntilItEnds() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1, at: 0)
+        driver.history([], on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", OpenClawDeliveryTests.started)
+        driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        driver.chat(OpenClawDeliveryTests.delta("m1", text: "Hel", increment: "Hel"), on: "c1")
+        #expect(driver.machine.pendingCount == 0, "m1 is delivered: only its reply is still coming")
+        driver.handle(.chooseSession("side"), at: 1)
+        driver.handle(.connectionDown, at: 2)
+        driver.connect("c2", epoch: 2, at: 3)
+        #expect(
+            Self.sessionKeys(of: "chat.history", on: "c2", in: driver) == ["agent:main:main"], "reopened in the chosen session while m1's reply still comes")
+        driver.history([OpenClawDeliveryTests.user("text of m1", at: 0.1)], on: "c2", at: 4)
+        driver.chat(OpenClawDeliveryTests.final("m1", text: "Hello"), on: "c2", at: 5)
+        let reply = try #require(driver.entries { $0.id.value == "m1:reply" }.last)
+        #expect(reply.status == .received && reply.content == "Hello" && reply.session == "agent:main:main", "\(reply)")
+        #expect(Self.sessionKeys(of: "chat.history", on: "c2", in: driver) == ["agent:main:main", "agent:main:side"])
+    }
+
+    @Test func aMessageSentBeforeTheFirstConnectionNamesItsSession() throws {
+        var driver = Driver()
+        driver.handle(.started(pending: [], session: .init(sessionID: nil, lastSequence: 0), chosenSession: "side"), at: 0)
+        driver.send("m1")
+        #expect(driver.entries { $0.id.value == "m1" }.first?.session == "agent:main:side")
+    }
 }

@@ -181,6 +181,8 @@ struct OpenClawRun: Sendable, Equatable {
     var messageText: String?
     /// When the gateway was last asked whether the failing run goes on.
     var askedAt: Date?
+    /// The session it runs in (canonical): its events and history are that session's.
+    var session: String?
     var publishedAt: Date?
     /// The reply as last published: the next progress carries what was added to it.
     var publishedText = ""
@@ -414,7 +416,8 @@ extension DeliveryStateMachine {
                 // The gateway has it: a run began, or it waits in the gateway's queue (an empty
                 // `final` follows then). Delivered once its run shows.
                 if runs[id] == nil {
-                    runs[id] = OpenClawRun(inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content)
+                    runs[id] = OpenClawRun(
+                        inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content, session: chattingIn)
                     setBotState(.thinking, now: now, into: &actions)
                 }
                 if pending[index].place == .written { pending[index].place = .accepted(at: now) }
@@ -560,7 +563,7 @@ extension DeliveryStateMachine {
             return
         }
         let message = MessageID(event.runId)
-        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now)
+        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn)
         if event.state == .final, event.message == nil, run.text.isEmpty, let index = pending.firstIndex(where: { $0.id == event.runId }) {
             // Not a reply: the session was busy, and the gateway keeps the message in its queue.
             return heldByGateway(index, now: now, into: &actions)
@@ -661,7 +664,7 @@ extension DeliveryStateMachine {
             runs[event.runId]
             ?? OpenClawRun(
                 inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now,
-                messageText: pending.first { $0.id == event.runId }?.content)
+                messageText: pending.first { $0.id == event.runId }?.content, session: chattingIn)
         // Its run shows the gateway stored the message.
         if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
         run.heardAt = now
@@ -825,7 +828,7 @@ extension DeliveryStateMachine {
                 // A session's first message is stored only with its first reply: a gateway that
                 // restarted before that has neither it nor its key. Written again, same key.
                 if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = sentMessages.last(where: { $0.id == owner }),
-                    merge.windowStart.map({ $0 <= sent.createdAt }) ?? true
+                    sent.session.map({ $0 == link.sessionKey }) ?? true, merge.windowStart.map({ $0 <= sent.createdAt }) ?? true
                 {
                     runs[runID] = nil
                     requeue(sent, into: &actions)
@@ -850,10 +853,11 @@ extension DeliveryStateMachine {
     /// with its key: its sender goes on waiting for its reply.
     mutating func requeue(_ sent: HistoryMerge.Sent, into actions: inout [Action]) {
         let first = (pending.map(\.sequence).min() ?? 1) - 1
+        // Written before (the gateway lost it): it does not expire as a message never sent.
         pending.insert(
             Pending(
                 id: sent.id.value, sequence: first, content: sent.text, createdAt: sent.createdAt, strategy: .queued, kind: nil, retry: .default,
-                everWritten: false, session: sent.session),
+                everWritten: true, firstWrittenAt: sent.createdAt, session: sent.session),
             at: 0)
         actions.append(.persistRequeued(id: sent.id.value))
         actions.append(
@@ -900,6 +904,12 @@ extension DeliveryStateMachine {
         OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey)
     }
 
+    /// Whether the gateway may speak OpenClaw: the open connection does, or, with none open,
+    /// the last one did or none was seen since protod started.
+    var mayBeOpenClaw: Bool {
+        connection == nil ? lastSession?.dialect != .seed : speaksOpenClaw
+    }
+
     /// Whether the open connection speaks OpenClaw, or the last one did when none is open.
     var speaksOpenClaw: Bool {
         guard let open = connection else { return lastSession?.dialect == .openclaw }
@@ -912,17 +922,24 @@ extension DeliveryStateMachine {
         canonical(message.session ?? settings.sessionKey)
     }
 
-    /// The session to chat in, as it was asked for: that of the oldest message written and
-    /// unanswered (it may be in the gateway), else of the oldest waiting, else the one chosen.
+    /// The session to chat in, as it was asked for: that of a reply of Tether's still coming,
+    /// else of the oldest message written and unanswered (it may be in the gateway), else of
+    /// the oldest waiting, else the one chosen.
     var dueSessionRequest: String? {
+        if let replying = runs.values.first(where: { $0.inReplyTo != nil && $0.session != nil })?.session { return replying }
         guard let first = pending.first(where: \.everWritten) ?? pending.first else { return chosenSession }
         return first.session ?? settings.sessionKey
+    }
+
+    /// Whether a reply of Tether's is still coming in `session`.
+    func isReplying(in session: String) -> Bool {
+        runs.values.contains { $0.inReplyTo != nil && ($0.session ?? session) == session }
     }
 
     /// Whether a message of Tether's was written in `session` and is not settled, or a reply
     /// to one is still coming: its events and history are that session's.
     func hasUnanswered(in session: String) -> Bool {
-        runs.values.contains { $0.inReplyTo != nil } || pending.contains { $0.everWritten && sessionOf($0) == session }
+        isReplying(in: session) || pending.contains { $0.everWritten && sessionOf($0) == session }
     }
 
     /// The conversation as `conv.session` says it: the session chosen and, while Tether still
@@ -945,7 +962,8 @@ extension DeliveryStateMachine {
             } else {
                 behind.first.map(sessionOf)
             }
-        let waiting = finishing.map { key in pending.count { sessionOf($0) == key } + runs.values.count { $0.inReplyTo != nil } } ?? 0
+        let waiting =
+            finishing.map { key in pending.count { sessionOf($0) == key } + runs.values.count { $0.inReplyTo != nil && ($0.session ?? key) == key } } ?? 0
         return ConversationSession(
             dialect: dialect, sessionKey: chosen, requested: chosenSession.flatMap { $0 == chosen ? nil : $0 },
             finishing: waiting > 0 ? finishing : nil, finishingMessages: waiting > 0 ? waiting : nil)

@@ -509,7 +509,7 @@ public struct DeliveryStateMachine: Sendable {
             .publishEntry(
                 TranscriptEntry(
                     id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued,
-                    session: speaksOpenClaw ? sessionOf(entry) : nil)))
+                    session: mayBeOpenClaw ? sessionOf(entry) : nil)))
         actions.append(.publishDelivery(DeliveryUpdate(id: entry.messageID, status: .queued)))
         if entry.strategy == .immediate && !canWrite {
             settle([entry.id], as: .failed, into: &actions) { _ in "not connected, and the message was to be sent immediately" }

@@ -71,6 +71,8 @@ public struct ChatScreen: Sendable {
     /// Conversation changes that came while the transcript of a new session is fetched,
     /// applied once it is shown (those it already holds are dropped by revision).
     private var heldWhileLoading: [BusMessage] = []
+    /// The most changes held while a transcript is fetched.
+    static let heldLimit = 5000
     /// The gateway's sessions to choose from with a digit, while the list is shown.
     private var sessionChoices: [SessionsCommand.Reply.Session]?
     /// The set's storage problems: a full disk, damaged files set aside.
@@ -102,6 +104,8 @@ public struct ChatScreen: Sendable {
     @discardableResult
     public mutating func apply(_ message: BusMessage, at now: ContinuousClock.Instant) -> Bool {
         if needsTranscript, [.conversationMessage, .conversationDelivery, .conversationStream].contains(message.topic) {
+            // Bounded: beyond it the oldest go; the transcript fetched holds what snapd stored of them.
+            if heldWhileLoading.count >= Self.heldLimit { heldWhileLoading.removeFirst() }
             heldWhileLoading.append(message)
             return false
         }
@@ -144,9 +148,10 @@ public struct ChatScreen: Sendable {
         return true
     }
 
-    /// Whether an entry or reply of `session` belongs to the transcript shown.
+    /// Whether an entry or reply of `session` is shown: the transcript's, or of the session
+    /// where messages sent before a switch are still answered (marked with its key).
     private func isShown(_ session: String?) -> Bool {
-        session == nil || shownSession == nil || session == shownSession
+        session == nil || shownSession == nil || session == shownSession || session == self.session?.finishing
     }
 
     /// Whether the conversation moved to another session whose transcript is not shown yet:
@@ -308,17 +313,20 @@ public struct ChatScreen: Sendable {
                 case .failed, .expired, .cancelled, .incomplete: .error
                 default: .plain
                 }
-            for line in TerminalText.wrap(Self.text(of: entry), width: width) { rows.append(ScreenRow(line, style)) }
+            for line in TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width) { rows.append(ScreenRow(line, style)) }
         }
         for progress in streaming {
             let name = bot?.botName ?? "Bot"
-            for line in TerminalText.wrap("\(name): \(progress.text)▍", width: width) { rows.append(ScreenRow(line)) }
+            let from = progress.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
+            for line in TerminalText.wrap("\(from)\(name): \(progress.text)▍", width: width) { rows.append(ScreenRow(line)) }
         }
         return rows
     }
 
-    /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`, `openclaw-tui: hi` (another client's).
-    static func text(of entry: TranscriptEntry) -> String {
+    /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`, `openclaw-tui: hi` (another client's);
+    /// an entry of another session than `shown` starts with its key: `[agent:main:main] Opta: …`.
+    static func text(of entry: TranscriptEntry, shown: String? = nil) -> String {
+        if let session = entry.session, let shown, session != shown { return "[\(session)] " + text(of: entry) }
         switch entry.sender {
         case .user:
             if let author = entry.author { return "\(author): \(entry.content)" }

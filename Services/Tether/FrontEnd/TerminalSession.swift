@@ -46,7 +46,8 @@ public final class TerminalSession: Sendable {
                 for await message in events {
                     let (changed, wanted) = self.screen.withLock { ($0.apply(message, at: .now), $0.wantedSession) }
                     if changed { self.dirty.store(true, ordering: .relaxed) }
-                    if let wanted, message.topic == .conversationSession { await self.loadTranscript(of: wanted) }
+                    // Fetched beside the bus: what comes meanwhile is held and applied after it.
+                    if let wanted, message.topic == .conversationSession { Task { await self.loadTranscript(of: wanted) } }
                 }
             }
             for await event in actions {

@@ -47,6 +47,8 @@ function follow(previous, progress) {
 let revision = frame.revision || 0;
 /** The session whose transcript is shown (OpenClaw); null: every entry. */
 let shownSession = frame.session || null;
+/** After a switch, the session where messages sent before it are still answered: its entries show too, marked. */
+let finishingSession = null;
 let botName = "Bot";
 let socket = null;
 let socketDelay = 500;
@@ -75,7 +77,7 @@ function render() {
   for (const entry of entries.values()) list.appendChild(item(entry, false));
   for (const progress of streams.values()) {
     if (!entries.has(progress.id.value)) {
-      list.appendChild(item({ id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo }, true));
+      list.appendChild(item({ id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo, session: progress.session }, true));
     }
   }
 }
@@ -89,7 +91,8 @@ function item(entry, streaming) {
   if (entry.inReplyTo) li.dataset.replyTo = entry.inReplyTo.value;
   const who = document.createElement("span");
   who.className = "who";
-  who.textContent = mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":";
+  who.textContent = (entry.session && shownSession && entry.session !== shownSession ? "[" + entry.session + "] " : "")
+    + (mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":");
   const text = document.createElement("span");
   text.className = "text" + (streaming ? " streaming" : "");
   text.textContent = entry.content;
@@ -125,15 +128,16 @@ function applyDelivery(update) {
   known.detail = update.detail;
 }
 
-/** Whether an entry or reply of `session` belongs to the transcript shown. */
+/** Whether an entry or reply of `session` is shown: the transcript's, or of the session finishing. */
 function isShown(session) {
-  return !session || !shownSession || session === shownSession;
+  return !session || !shownSession || session === shownSession || session === finishingSession;
 }
 
 /** The conversation moved to another session: its transcript replaces the one shown. */
 function showSession(session) {
   statusFields.session.textContent = (session.sessionKey || "the gateway's only one")
     + (session.finishing ? " (" + session.finishingMessages + " sent before still finishing in " + session.finishing + ")" : "");
+  finishingSession = session.finishing || null;
   if (!session.sessionKey || session.sessionKey === shownSession) return;
   shownSession = session.sessionKey;
   for (const [id, entry] of entries) if (entry.status !== "sending") entries.delete(id);
