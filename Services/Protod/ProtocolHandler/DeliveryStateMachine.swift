@@ -1,6 +1,7 @@
 public import Foundation
 public import OpenClawWire
 public import TetherSchema
+public import TetherService
 public import TetherWire
 
 /// protod's decisions: which message to write, when a connection must be probed or
@@ -797,4 +798,8 @@ extension DeliveryStatus {
         case .cancelled: self = .cancelled
         }
     }
+}
+
+extension DeliveryStateMachine: DrivenMachine {
+    public static var timePassed: Event { .tick }
 }

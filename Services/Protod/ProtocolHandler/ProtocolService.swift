@@ -66,7 +66,7 @@ public struct ProtocolService: Service {
             try await engine.send(request)
         }
         builder.on(CancelCommand.self) { request in
-            await engine.cancel(request.id)
+            try await engine.cancel(request.id)
         }
         builder.on(AbortCommand.self) { request in
             try await engine.abort(request.id)
@@ -86,6 +86,7 @@ public struct ProtocolService: Service {
         try await engine.start()
         let dispatcher = builder
         await withDiscardingTaskGroup { group in
+            group.addTask { await engine.run() }
             group.addTask { await dispatcher.run(commands) }
             group.addTask {
                 for await message in inbound {
@@ -100,15 +101,14 @@ public struct ProtocolService: Service {
                 }
             }
             try? await gracefulShutdown()
-            await engine.stop()
             group.cancelAll()
         }
     }
 }
 
-/// Feeds the delivery machine and carries out its actions, one event at a time: an
-/// event's actions (outbox writes, frames, publications) all finish before the next event
-/// is decided, so frames leave in the order the machine chose.
+/// Feeds the delivery machine through a ``MachineDriver`` and carries out its actions, one
+/// input at a time: an event's actions (outbox writes, frames, publications) all finish
+/// before the next input is decided, so frames leave in the order the machine chose.
 actor ProtocolEngine {
     private let bus: any Bus
     private let outbox: Outbox
@@ -120,18 +120,18 @@ actor ProtocolEngine {
     private let storage: StorageWatch
     private let codec = WireCodec()
     private let openClawCodec = OpenClawCodec()
-    private var machine: DeliveryStateMachine
-    /// An event is being carried out; others wait their turn here.
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-    /// The tick set for the machine's next deadline.
-    private var timer: (at: Date, task: Task<Void, Never>)?
-    private var timerGeneration = 0
-    /// Commands waiting for the gateway's answer to their request, by request id.
+    /// Runs the machine: ``run()`` drives it until cancelled.
+    private let driver = MachineDriver<DeliveryStateMachine, WallClock>(clock: WallClock())
+    private let initial: DeliveryStateMachine
+    /// Commands waiting for the gateway's answer to their request, by request id, and the
+    /// answers that came before their command waited for them.
     private var waitingForGateway: [String: CheckedContinuation<GatewayAnswer, Never>] = [:]
+    private var earlyAnswers: [String: GatewayAnswer] = [:]
+    private var expectedAnswers: Set<String> = []
 
     /// The gateway's answer to a command's request; nil when none came in time.
     typealias GatewayAnswer = (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)?
+    typealias Context = MachineDriver<DeliveryStateMachine, WallClock>.Context
 
     init(
         bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, storage: StorageCondition, counters: ProgramCounters,
@@ -144,98 +144,52 @@ actor ProtocolEngine {
         self.settings = settings
         self.counters = counters
         self.logger = logger
-        self.machine = DeliveryStateMachine(settings: settings.delivery, now: Date())
+        self.initial = DeliveryStateMachine(settings: settings.delivery, now: Date())
     }
 
+    /// Queues what protod starts from: the outbox's pending messages, the session to resume,
+    /// the recent transcript and the session chosen.
     func start() async throws {
         storage.announce()
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
         let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
         let chosen = try await outbox.chosenSession(startedWith: settings.delivery.sessionKey)
-        await handle(
+        driver.send(
             .started(
                 pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen))
     }
 
-    // MARK: One event at a time
-
-    /// Runs `body` when no other event is being carried out.
-    private func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
-        while busy {
-            await withCheckedContinuation { waiting.append($0) }
-        }
-        busy = true
-        defer {
-            busy = false
-            if !waiting.isEmpty { waiting.removeFirst().resume() }
-        }
-        return try await body()
+    /// Drives the machine until the task is cancelled.
+    func run() async {
+        await driver.run(initial) { action in await self.perform(action) }
     }
 
-    /// Feeds an event and carries out what the machine decides.
+    /// Feeds an event, and returns once its actions are carried out.
     func handle(_ event: DeliveryStateMachine.Event) async {
-        await exclusively {
-            await perform(machine.handle(event, now: Date()))
-        }
-    }
-
-    /// Carries out actions in order, then sets the timer for the machine's next deadline.
-    private func perform(_ actions: [DeliveryStateMachine.Action]) async {
-        for action in actions {
-            await perform(action)
-        }
-        scheduleTick()
-    }
-
-    /// Sets the timer for the machine's next deadline, when it is sooner than the one set. A
-    /// timer that fires before anything is due costs one tick that decides nothing.
-    private func scheduleTick() {
-        guard let next = machine.nextDeadline, timer.map({ next < $0.at }) ?? true else { return }
-        timer?.task.cancel()
-        timerGeneration += 1
-        let generation = timerGeneration
-        let delay = Duration.milliseconds(max(0, Int((next.timeIntervalSinceNow * 1000).rounded(.up))))
-        timer = (
-            next,
-            Task { [weak self] in
-                guard (try? await Task.sleep(for: delay)) != nil else { return }
-                await self?.timerFired(generation)
-            }
-        )
-    }
-
-    private func timerFired(_ generation: Int) async {
-        guard generation == timerGeneration else { return }
-        timer = nil
-        await handle(.tick)
-    }
-
-    /// Stops the timer (at shutdown).
-    func stop() {
-        timer?.task.cancel()
-        timer = nil
+        _ = try? await driver.perform { context in await context.handle(event) }
     }
 
     // MARK: Commands
 
     /// Commits a message to the outbox, then answers; it is written at once when connected.
     func send(_ request: SendMessageCommand.Request) async throws -> SendMessageCommand.Reply {
-        try await exclusively {
-            switch machine.admit(request, now: Date()) {
+        let (outbox, storage, settings, logger) = (self.outbox, self.storage, self.settings, self.logger)
+        return try await driver.perform { context in
+            switch context.machine.admit(request, now: context.now) {
             case .refuse(let reason, let actions):
                 // The same id sent again is answered with where it stands, even when a new one would be refused.
                 if let existing = try await outbox.message(id: request.id.value) {
                     return SendMessageCommand.Reply(id: request.id, status: DeliveryStatus(existing.status), accepted: false)
                 }
-                await perform(actions)
+                await context.carryOut(actions)
                 throw CommandError(reason)
             case .commit(let strategy, let fallbackFrom):
                 let enqueued: (OutboxMessage, inserted: Bool)
                 do {
                     enqueued = try await outbox.enqueue(
                         id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry,
-                        session: machine.chosenSession)
+                        session: context.machine.chosenSession)
                     storage.wrote()
                 } catch {
                     guard let words = storage.fullDiskWords(for: error) else { throw error }
@@ -244,26 +198,24 @@ actor ProtocolEngine {
                 }
                 let (message, inserted) = enqueued
                 guard inserted else {
-                    let status = machine.status(of: message.id) ?? DeliveryStatus(message.status)
+                    let status = context.machine.status(of: message.id) ?? DeliveryStatus(message.status)
                     return SendMessageCommand.Reply(id: request.id, status: status, accepted: false)
                 }
-                let actions = machine.handle(.accepted(message, fallbackFrom: fallbackFrom), now: Date())
-                await perform(actions)
+                let actions = await context.handle(.accepted(message, fallbackFrom: fallbackFrom))
                 // After its frame, not before: a log line is a write to compose's pipe.
                 logger.info("message queued", metadata: ["message.id": "\(message.id)", "message.sequence": "\(message.sequence)"])
                 // Where it stands now: the last change said of it.
                 var status = DeliveryStatus.queued
                 for case .publishDelivery(let update) in actions where update.id == request.id { status = update.status }
-                return SendMessageCommand.Reply(id: request.id, status: status, accepted: true, warning: machine.dropWarning(for: status))
+                return SendMessageCommand.Reply(id: request.id, status: status, accepted: true, warning: context.machine.dropWarning(for: status))
             }
         }
     }
 
     /// Cancels one pending message, or all of them.
-    func cancel(_ id: MessageID?) async -> CancelCommand.Reply {
-        await exclusively {
-            let actions = machine.handle(.cancel(id.map { [$0.value] }), now: Date())
-            await perform(actions)
+    func cancel(_ id: MessageID?) async throws -> CancelCommand.Reply {
+        try await driver.perform { context in
+            let actions = await context.handle(.cancel(id.map { [$0.value] }))
             var cancelled: [MessageID] = []
             for case .publishDelivery(let update) in actions where update.status == .cancelled { cancelled.append(update.id) }
             return CancelCommand.Reply(cancelled: cancelled)
@@ -286,33 +238,35 @@ actor ProtocolEngine {
     func sessions() async throws -> SessionsCommand.Reply {
         let answer = try await askGateway("sessions.list", params: .object([:]), timeout: .seconds(15))
         let list = (try? answer?.decode(SessionsListResult.self))?.sessions ?? []
+        let current = try await driver.perform { $0.machine.conversation?.sessionKey }
         return SessionsCommand.Reply(
             sessions: list.map { session in
                 SessionsCommand.Reply.Session(
                     key: session.key, displayName: session.displayName,
                     updatedAt: session.updatedAt.map { Date(timeIntervalSince1970: Double($0) / 1000) })
             },
-            current: machine.conversation?.sessionKey)
+            current: current)
     }
 
     /// Chats in another session from now on: the choice is kept first, then the machine goes
     /// over once what was sent before is answered.
     func useSession(_ key: String) async throws -> SessionUseCommand.Reply {
         let key = key.trimmingCharacters(in: .whitespaces)
-        return try await exclusively {
-            if machine.conversation?.dialect == .seed {
+        let (outbox, storage, startedWith) = (self.outbox, self.storage, settings.delivery.sessionKey)
+        return try await driver.perform { context in
+            if context.machine.conversation?.dialect == .seed {
                 throw CommandError("the gateway speaks the seeds' JSON, which has one conversation: there is no session to choose", code: .refused)
             }
             do {
-                try await outbox.saveChosenSession(key, startedWith: settings.delivery.sessionKey)
+                try await outbox.saveChosenSession(key, startedWith: startedWith)
                 storage.wrote()
             } catch {
                 guard let words = storage.fullDiskWords(for: error) else { throw error }
                 storage.writeFailed(error)
                 throw CommandError("the session was not changed: \(words)", code: .diskFull)
             }
-            await perform(machine.handle(.chooseSession(key), now: Date()))
-            guard let session = machine.conversation, let chosen = session.sessionKey else {
+            await context.handle(.chooseSession(key))
+            guard let session = context.machine.conversation, let chosen = session.sessionKey else {
                 return SessionUseCommand.Reply(session: nil, detail: "chatting in \(key) once an OpenClaw gateway is connected")
             }
             if let finishing = session.finishing, let waiting = session.finishingMessages {
@@ -322,30 +276,41 @@ actor ProtocolEngine {
                         "chatting in \(chosen) once \(waiting) message\(waiting == 1 ? "" : "s") sent before in \(finishing) \(waiting == 1 ? "is" : "are") answered; what is sent now waits until then"
                 )
             }
-            return SessionUseCommand.Reply(session: session, detail: "chatting in \(chosen)" + (machine.canWrite ? "" : " once the gateway is connected"))
+            return SessionUseCommand.Reply(
+                session: session, detail: "chatting in \(chosen)" + (context.machine.canWrite ? "" : " once the gateway is connected"))
         }
     }
 
     /// Sends a request to the gateway for a command and waits for its answer's payload.
     private func askGateway(_ method: String, params: JSONValue?, timeout: Duration) async throws -> JSONValue? {
-        let request: String? = await exclusively {
-            guard let (id, actions) = machine.gatewayRequest(method, params: params, now: Date()) else { return nil }
-            await perform(actions)
-            return id
-        }
-        guard let request else {
-            throw CommandError(
-                machine.canWrite && machine.dialect == .seed
-                    ? "\(method) needs an OpenClaw gateway; this connection speaks the seed dialect"
-                    : "not connected to the gateway: try again once connected")
-        }
-        let answer: GatewayAnswer = await withCheckedContinuation { continuation in
-            waitingForGateway[request] = continuation
-            Task {
-                try? await Task.sleep(for: timeout)
-                self.answer(request, with: nil)
+        let (request, refusal): (String?, String) = try await driver.perform { context in
+            guard let (id, actions) = context.machine.gatewayRequest(method, params: params, now: context.now) else {
+                let seed = context.machine.canWrite && context.machine.dialect == .seed
+                return (
+                    nil,
+                    seed
+                        ? "\(method) needs an OpenClaw gateway; this connection speaks the seed dialect"
+                        : "not connected to the gateway: try again once connected"
+                )
             }
+            // Expected before it is written: its answer may come before this command waits for it.
+            await self.expectAnswer(to: id)
+            await context.carryOut(actions)
+            return (id, "")
         }
+        guard let request else { throw CommandError(refusal) }
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            self.answer(request, with: nil)
+        }
+        defer { timer.cancel() }
+        let answer: GatewayAnswer =
+            if let early = earlyAnswers.removeValue(forKey: request) {
+                early
+            } else {
+                await withCheckedContinuation { continuation in waitingForGateway[request] = continuation }
+            }
+        expectedAnswers.remove(request)
         guard let answer else { throw CommandError("the gateway did not answer \(method) within \(timeout)", code: .failed) }
         guard answer.ok else {
             throw CommandError("the gateway refused \(method): \(answer.error.map { "\($0.code) \($0.message)" } ?? "no reason given")")
@@ -353,21 +318,31 @@ actor ProtocolEngine {
         return answer.payload
     }
 
+    private func expectAnswer(to request: String) {
+        expectedAnswers.insert(request)
+    }
+
+    /// Hands a command its answer (nil: none came in time); one that came first is kept for it.
     private func answer(_ request: String, with answer: GatewayAnswer) {
-        waitingForGateway.removeValue(forKey: request)?.resume(returning: answer)
+        if let waiting = waitingForGateway.removeValue(forKey: request) {
+            waiting.resume(returning: answer)
+        } else if expectedAnswers.contains(request), earlyAnswers[request] == nil {
+            earlyAnswers[request] = answer
+        }
     }
 
     /// Asks connd to reconnect now; what waits is written on the new connection.
     func attemptRecovery() async -> RecoverCommand.Reply {
         diagnose(DiagnosticEvent(kind: .recoveryAttempted))
+        let health = { [driver] in (try? await driver.perform { $0.machine.healthState }) ?? .unhealthy }
         do {
             let reply = try await bus.request(
                 ConnectionCommand.self, .init(action: .reconnect, reason: "recovery asked for"), timeout: .seconds(2), attempts: 2)
             diagnose(DiagnosticEvent(kind: reply.accepted ? .recoverySucceeded : .recoveryFailed, detail: "the connection is \(reply.phase.rawValue)"))
-            return RecoverCommand.Reply(reconnecting: reply.accepted, health: machine.healthState)
+            return RecoverCommand.Reply(reconnecting: reply.accepted, health: await health())
         } catch {
             diagnose(DiagnosticEvent(kind: .recoveryFailed, detail: "\(error)"))
-            return RecoverCommand.Reply(reconnecting: false, health: machine.healthState)
+            return RecoverCommand.Reply(reconnecting: false, health: await health())
         }
     }
 
@@ -378,21 +353,26 @@ actor ProtocolEngine {
 
     // MARK: Bus input
 
+    /// Decodes a bus message and feeds the machine what it says; returns once that is carried out.
     func receive(_ message: BusMessage) async {
+        _ = try? await driver.perform { context in await self.receive(message, in: &context) }
+    }
+
+    private func receive(_ message: BusMessage, in context: inout Context) async {
         switch message.topic {
         case .connectionState:
             guard let status = try? message.decode(ConnectionStatus.self) else { return countMalformed(message) }
-            if let suggestion = machine.suggestion(for: status, now: Date()) { publish(suggestion, on: .suggestion) }
+            if let suggestion = context.machine.suggestion(for: status, now: context.now) { publish(suggestion, on: .suggestion) }
             if status.phase == .connected {
-                await handle(.connectionUp(epoch: status.epoch, id: status.connectionID ?? "epoch-\(status.epoch)", gateway: status.gateway))
+                await context.handle(.connectionUp(epoch: status.epoch, id: status.connectionID ?? "epoch-\(status.epoch)", gateway: status.gateway))
             } else {
-                await handle(.connectionDown)
+                await context.handle(.connectionDown)
             }
         case .wireInbound:
             guard let frame = try? message.decode(WireFrame.self) else { return countMalformed(message) }
-            if machine.dialect == .openclaw {
+            if context.machine.dialect == .openclaw {
                 do {
-                    await handle(.openClawFrame(try openClawCodec.decode(frame.text)))
+                    await context.handle(.openClawFrame(try openClawCodec.decode(frame.text)))
                 } catch {
                     counters.increment(ProtocolCounter.malformedFrames)
                     logger.warning("dropped a malformed frame from the gateway", metadata: ["wire.error": "\(error)"])
@@ -411,10 +391,10 @@ actor ProtocolEngine {
                 counters.increment(ProtocolCounter.unknownTypes)
                 logger.debug("ignored an unknown message type", metadata: ["wire.type": "\(type)"])
             }
-            await handle(.frame(decoded))
+            await context.handle(.frame(decoded))
         case .networkPath:
             guard let path = try? message.decode(NetworkPath.self) else { return countMalformed(message) }
-            if let suggestion = machine.suggestion(for: path, now: Date()) { publish(suggestion, on: .suggestion) }
+            if let suggestion = context.machine.suggestion(for: path, now: context.now) { publish(suggestion, on: .suggestion) }
         default:
             break
         }

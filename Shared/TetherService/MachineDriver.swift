@@ -1,0 +1,153 @@
+public import Foundation
+import Synchronization
+
+/// A program's decisions as a value: events in, actions out, time passed in. A
+/// ``MachineDriver`` runs it.
+public protocol DrivenMachine: Sendable {
+    associatedtype Event: Sendable
+    associatedtype Action: Sendable
+    associatedtype Instant: Comparable & Sendable
+
+    /// Decides what `event` at `now` changes; the actions to carry out, in order.
+    mutating func handle(_ event: Event, now: Instant) -> [Action]
+    /// The next moment something is due; the driver sends ``timePassed`` then.
+    var nextDeadline: Instant? { get }
+    /// The event that says time passed.
+    static var timePassed: Event { get }
+}
+
+/// Where a driver reads the time and waits for it.
+public protocol DriverClock: Sendable {
+    associatedtype Instant: Comparable & Sendable
+    var now: Instant { get }
+    /// Returns at `deadline` (at once for one passed), or throws when the task is cancelled.
+    func wait(until deadline: Instant) async throws
+}
+
+/// The wall clock, for machines that keep `Date`s (they are saved and compared across restarts).
+public struct WallClock: DriverClock {
+    public init() {}
+    public var now: Date { Date() }
+    public func wait(until deadline: Date) async throws {
+        let seconds = max(0, deadline.timeIntervalSinceNow)
+        try await Task.sleep(for: .milliseconds(Int((seconds * 1000).rounded(.up))))
+    }
+}
+
+extension ContinuousClock: DriverClock {
+    public func wait(until deadline: Instant) async throws {
+        try await sleep(until: deadline, tolerance: nil)
+    }
+}
+
+/// Runs a machine: one input at a time, in the order they came, each input's actions carried
+/// out in order before the next input is decided; one timer, set to the machine's next
+/// deadline after each input. Cancelling ``run(_:perform:)`` ends it, and a job still waiting
+/// then fails with `CancellationError`.
+///
+/// Inputs are events (``send(_:)``) and jobs (``perform(_:)``): a job reads or changes the
+/// machine and may carry out I/O in between (commit a message, then feed the machine its
+/// acceptance) with no other input decided meanwhile.
+public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Sendable where Clock.Instant == Machine.Instant {
+    /// What a job is handed: the machine, the time, and the way to carry out actions.
+    public struct Context: Sendable {
+        public var machine: Machine
+        public let now: Machine.Instant
+        fileprivate let perform: @Sendable (Machine.Action) async -> Void
+
+        /// Feeds an event and carries out what the machine decides; returns those actions.
+        @discardableResult
+        public mutating func handle(_ event: Machine.Event) async -> [Machine.Action] {
+            let actions = machine.handle(event, now: now)
+            await carryOut(actions)
+            return actions
+        }
+
+        /// Carries out actions a job decided with the machine (a command's request).
+        public func carryOut(_ actions: [Machine.Action]) async {
+            for action in actions { await perform(action) }
+        }
+    }
+
+    private enum Input: Sendable {
+        case event(Machine.Event)
+        case job(run: @Sendable (inout Context) async -> Void, fail: @Sendable (any Error) -> Void)
+    }
+
+    private struct Queue {
+        var inputs: [Input] = []
+        var ended = false
+    }
+
+    private let clock: Clock
+    private let queue = Mutex(Queue())
+    private let wakeups: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+
+    public init(clock: Clock) {
+        self.clock = clock
+        (wakeups, wake) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Queues an event; nothing when the driver has ended.
+    public func send(_ event: Machine.Event) {
+        enqueue(.event(event))
+    }
+
+    /// Runs `body` with the machine when its turn comes, and returns what it returns.
+    public func perform<T: Sendable>(_ body: @escaping @Sendable (inout Context) async throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let queued = enqueue(
+                .job(
+                    run: { context in
+                        do { continuation.resume(returning: try await body(&context)) } catch { continuation.resume(throwing: error) }
+                    },
+                    fail: { continuation.resume(throwing: $0) }))
+            if !queued { continuation.resume(throwing: CancellationError()) }
+        }
+    }
+
+    @discardableResult
+    private func enqueue(_ input: Input) -> Bool {
+        let queued = queue.withLock { queue in
+            guard !queue.ended else { return false }
+            queue.inputs.append(input)
+            return true
+        }
+        if queued { wake.yield() }
+        return queued
+    }
+
+    /// Runs `machine` until the task is cancelled; `perform` carries out each action.
+    public func run(_ machine: Machine, perform: @escaping @Sendable (Machine.Action) async -> Void) async {
+        var machine = machine
+        var timer: (due: Machine.Instant, task: Task<Void, Never>)?
+        for await _ in wakeups {
+            while let input = queue.withLock({ $0.inputs.isEmpty ? nil : $0.inputs.removeFirst() }) {
+                switch input {
+                case .event(let event):
+                    for action in machine.handle(event, now: clock.now) { await perform(action) }
+                case .job(let run, _):
+                    var context = Context(machine: machine, now: clock.now, perform: perform)
+                    await run(&context)
+                    machine = context.machine
+                }
+            }
+            // One timer, at the machine's next deadline.
+            let due = machine.nextDeadline
+            if due != timer?.due {
+                timer?.task.cancel()
+                timer = due.map { due in
+                    (due, Task { [clock] in if (try? await clock.wait(until: due)) != nil { self.send(Machine.timePassed) } })
+                }
+            }
+        }
+        timer?.task.cancel()
+        let left = queue.withLock { queue in
+            queue.ended = true
+            defer { queue.inputs = [] }
+            return queue.inputs
+        }
+        for case .job(_, let fail) in left { fail(CancellationError()) }
+    }
+}

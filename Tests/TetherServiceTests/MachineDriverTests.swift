@@ -1,0 +1,143 @@
+import Synchronization
+import Testing
+import TetherService
+import TetherTesting
+
+/// The driver every program's machine runs on: inputs one at a time in order, one timer at
+/// the machine's deadline, cancellation. Time is a manual clock of whole milliseconds.
+@Suite struct MachineDriverTests {
+    /// A machine that says what it was given and when, with a deadline it is told.
+    struct Machine: DrivenMachine {
+        enum Event: Sendable {
+            case say(String)
+            case due(Int?)
+            case tick
+        }
+
+        var deadline: Int?
+
+        mutating func handle(_ event: Event, now: Int) -> [String] {
+            switch event {
+            case .say(let words): return ["\(words) at \(now)", "after \(words)"]
+            case .due(let deadline):
+                self.deadline = deadline
+                return []
+            case .tick:
+                guard let deadline, now >= deadline else { return [] }
+                self.deadline = nil
+                return ["due \(deadline), at \(now)"]
+            }
+        }
+
+        var nextDeadline: Int? { deadline }
+        static var timePassed: Event { .tick }
+    }
+
+    /// Time that moves only when told.
+    final class ManualClock: DriverClock {
+        private struct State {
+            var now = 0
+            var sleepers: [Int: (deadline: Int, continuation: CheckedContinuation<Void, any Error>)] = [:]
+            var next = 0
+        }
+
+        private let state = Mutex(State())
+
+        var now: Int { state.withLock { $0.now } }
+
+        /// How many waits are under way.
+        var waiting: Int { state.withLock { $0.sleepers.count } }
+
+        func wait(until deadline: Int) async throws {
+            let id = state.withLock { state in
+                state.next += 1
+                return state.next
+            }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let due = state.withLock { state in
+                        guard state.now < deadline else { return true }
+                        state.sleepers[id] = (deadline, continuation)
+                        return false
+                    }
+                    if due { continuation.resume() }
+                }
+            } onCancel: {
+                state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+            }
+        }
+
+        func advance(to now: Int) {
+            let woken = state.withLock { state in
+                state.now = now
+                let due = state.sleepers.filter { $0.value.deadline <= now }
+                for id in due.keys { state.sleepers[id] = nil }
+                return due.values.map(\.continuation)
+            }
+            for continuation in woken { continuation.resume() }
+        }
+    }
+
+    final class Said: Sendable {
+        private let lines = Mutex<[String]>([])
+        func add(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    @Test func eventsAndJobsAreDecidedOneAtATimeAndTheirActionsCarriedOutInOrder() async throws {
+        let clock = ManualClock()
+        let driver = MachineDriver<Machine, ManualClock>(clock: clock)
+        let said = Said()
+        let running = Task { await driver.run(Machine()) { said.add($0) } }
+        defer { running.cancel() }
+        driver.send(.say("one"))
+        driver.send(.say("two"))
+        let fromJob = try await driver.perform { context in
+            await context.handle(.say("three"))
+        }
+        #expect(fromJob == ["three at 0", "after three"])
+        #expect(said.all == ["one at 0", "after one", "two at 0", "after two", "three at 0", "after three"])
+        // A job reads the machine as the inputs before it left it.
+        driver.send(.due(40))
+        #expect(try await driver.perform { $0.machine.deadline } == 40)
+    }
+
+    @Test func oneTimerFollowsTheDeadlineMovedEarlierAndLater() async throws {
+        let clock = ManualClock()
+        let driver = MachineDriver<Machine, ManualClock>(clock: clock)
+        let said = Said()
+        let running = Task { await driver.run(Machine()) { said.add($0) } }
+        defer { running.cancel() }
+        driver.send(.due(100))
+        _ = try await driver.perform { _ in }
+        #expect(await eventually { clock.waiting == 1 })
+        clock.advance(to: 50)
+        driver.send(.due(30))  // earlier, and already passed: due at once
+        #expect(await eventually { said.all == ["due 30, at 50"] }, "\(said.all)")
+        #expect(await eventually { clock.waiting == 0 }, "the timer for 100 was left waiting")
+        driver.send(.due(200))
+        driver.send(.due(300))  // later: the timer for 200 goes
+        _ = try await driver.perform { _ in }
+        #expect(await eventually { clock.waiting == 1 })
+        clock.advance(to: 250)
+        _ = try await driver.perform { _ in }
+        #expect(said.all == ["due 30, at 50"], "a deadline moved later fired at the old one")
+        clock.advance(to: 300)
+        #expect(await eventually { said.all == ["due 30, at 50", "due 300, at 300"] }, "\(said.all)")
+    }
+
+    @Test func cancellingEndsTheRunItsTimerAndWhatStillWaits() async throws {
+        let clock = ManualClock()
+        let driver = MachineDriver<Machine, ManualClock>(clock: clock)
+        let running = Task { await driver.run(Machine()) { _ in } }
+        driver.send(.due(100))
+        _ = try await driver.perform { _ in }
+        #expect(await eventually { clock.waiting == 1 })
+        running.cancel()
+        await running.value
+        #expect(clock.waiting == 0, "the timer outlived the run")
+        await #expect(throws: CancellationError.self) {
+            try await driver.perform { $0.machine.deadline }
+        }
+    }
+}
