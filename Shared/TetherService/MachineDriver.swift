@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import Synchronization
 
 /// A program's decisions as a value: events in, actions out, time passed in. A

@@ -1,6 +1,7 @@
 public import ArgumentParser
 import FoundationEssentials
 public import Logging
+import Synchronization
 public import TetherBus
 
 /// Options every Tether program takes.
@@ -28,12 +29,13 @@ public struct ProgramOptions: ParsableArguments, Sendable {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 
-/// Sets up swift-log once per process.
+/// Sets up swift-log once per process (swift-log stops a process that bootstraps it twice).
 public enum LoggingBootstrap {
-    private static let once: Void = ()
+    private static let done = Atomic(false)
 
-    /// Logs to standard error at `level`.
+    /// Logs to standard error at `level`; a second call changes nothing.
     public static func bootstrap(level: Logger.Level) {
+        guard done.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -185,7 +185,7 @@ public enum DevGateway {
             let connection = connections.wrappingAdd(1, ordering: .relaxed).newValue
             faults.register(channel)
             defer { faults.unregister(channel) }
-            let link = OpenClawLink(connection: connection, outbound: outbound, faults: faults)
+            let link = OpenClawClientConnection(connection: connection, outbound: outbound, faults: faults)
             await gateway.opened(link)
             do {
                 for try await message in inbound.messages(maxSize: configuration.openClaw?.maximumPayload ?? 1 << 20) {

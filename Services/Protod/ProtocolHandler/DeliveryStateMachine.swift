@@ -4,11 +4,20 @@ public import TetherSchema
 public import TetherService
 public import TetherWire
 
+/// What a full outbox does with a new message.
+public enum OverflowPolicy: String, Sendable, CaseIterable {
+    /// Refuse it at once, in words: nothing already accepted is touched (the default).
+    case refuse
+    /// Accept it and drop the oldest message never written, announced on the bus; every
+    /// sender is told at send time that its message may be dropped.
+    case dropOldest = "drop-oldest"
+}
+
 /// protod's decisions: which message to write, when a connection must be probed or
 /// replaced, what each message's status is, how a streamed reply grows and when it is cut.
 ///
 /// A value: events in, actions out, time passed in (`now`). It reads no clock and does no
-/// I/O; ``ProtocolService`` carries its actions out, in order, one event at a time.
+/// I/O; ``ProtocolService`` runs it on a ``MachineDriver``, which carries its actions out, in order, one input at a time.
 ///
 /// What it promises, whatever the gateway:
 /// - a message is never written twice on one live connection to a gateway that has not
@@ -20,15 +29,6 @@ public import TetherWire
 ///   cancels it; only messages never written count against the queue limit and expire;
 /// - a reply in progress is resumed where the gateway can resume, and otherwise marked
 ///   incomplete as soon as its connection ends or it stops growing.
-/// What a full outbox does with a new message.
-public enum OverflowPolicy: String, Sendable, CaseIterable {
-    /// Refuse it at once, in words: nothing already accepted is touched (the default).
-    case refuse
-    /// Accept it and drop the oldest message never written, announced on the bus; every
-    /// sender is told at send time that its message may be dropped.
-    case dropOldest = "drop-oldest"
-}
-
 public struct DeliveryStateMachine: Sendable {
     /// The timings and limits the machine decides by.
     public struct Settings: Sendable, Equatable {

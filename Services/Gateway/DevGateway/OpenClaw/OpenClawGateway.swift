@@ -60,7 +60,7 @@ actor OpenClawGateway {
     private let codec = OpenClawCodec()
     private let startedAt = Date()
 
-    private var links: [Int: OpenClawLink] = [:]
+    private var links: [Int: OpenClawClientConnection] = [:]
     /// The device the last admission paired, if it paired one.
     private var newlyPaired: String?
     /// A protocol-3-only gateway numbers every broadcast once, for all connections.
@@ -117,7 +117,7 @@ actor OpenClawGateway {
     // MARK: Connections
 
     /// Serves one connection: the challenge, the handshake, then requests until it ends.
-    func opened(_ link: OpenClawLink) async {
+    func opened(_ link: OpenClawClientConnection) async {
         let challenge = ConnectChallenge(nonce: link.nonce, ts: Self.milliseconds(Date()))
         try? await link.write(codec.encode(.event(name: "connect.challenge", payload: try? JSONValue(encoding: challenge), seq: nil)))
         // A client that has not connected within 10 s is closed, as the gateway does.
@@ -128,12 +128,12 @@ actor OpenClawGateway {
         }
     }
 
-    func closed(_ link: OpenClawLink) {
+    func closed(_ link: OpenClawClientConnection) {
         links[link.connection] = nil
     }
 
     /// Handles a text frame from a client.
-    func handle(_ text: String, from link: OpenClawLink) async {
+    func handle(_ text: String, from link: OpenClawClientConnection) async {
         guard !faults.current.silent else { return }
         let frame: OpenClawFrame
         do {
@@ -154,7 +154,7 @@ actor OpenClawGateway {
         await request(id: id, method: method, params: params, on: link)
     }
 
-    private func connect(id: String, method: String, params: JSONValue?, on link: OpenClawLink) async {
+    private func connect(id: String, method: String, params: JSONValue?, on link: OpenClawClientConnection) async {
         switch admission(method: method, params: params, link: link) {
         case .refuse(let error, let code):
             logger.notice("refused a connect", metadata: ["gateway.connection": "\(link.connection)", "gateway.error": "\(error.message)"])
@@ -187,7 +187,7 @@ actor OpenClawGateway {
     /// Checks a `connect` as the gateway does: the first request, valid params, the protocol
     /// range, the client's origin, the token, the device signature over this connection's
     /// nonce, and pairing.
-    private func admission(method: String, params: JSONValue?, link: OpenClawLink) -> Admission {
+    private func admission(method: String, params: JSONValue?, link: OpenClawClientConnection) -> Admission {
         newlyPaired = nil
         guard method == "connect" else { return .refuse(Self.invalid("invalid handshake: first request must be connect"), .policyViolation) }
         guard let params, let connect = try? params.decode(ConnectParams.self) else {
@@ -305,7 +305,7 @@ actor OpenClawGateway {
 
     // MARK: Requests
 
-    private func request(id: String, method: String, params: JSONValue?, on link: OpenClawLink) async {
+    private func request(id: String, method: String, params: JSONValue?, on link: OpenClawClientConnection) async {
         let answer: (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
         switch method {
         case "chat.send":
@@ -364,7 +364,7 @@ actor OpenClawGateway {
         try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
     }
 
-    private func reply(_ id: String, _ error: GatewayErrorShape, on link: OpenClawLink) async {
+    private func reply(_ id: String, _ error: GatewayErrorShape, on link: OpenClawClientConnection) async {
         try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: error)))
     }
 
@@ -372,7 +372,7 @@ actor OpenClawGateway {
     /// a key whose run is under way is `in_flight`; a finished one within the window gets its
     /// cached answer; after the window or a restart, a repeat is a new message.
     private func send(
-        _ params: JSONValue?, on link: OpenClawLink
+        _ params: JSONValue?, on link: OpenClawClientConnection
     ) async -> (
         answer: (Bool, JSONValue?, GatewayErrorShape?), queued: (runID: String, sessionKey: String)?
     ) {
@@ -604,7 +604,7 @@ actor OpenClawGateway {
     /// gateway's counter counts every event: a protocol-3 client sees its number, and a gap
     /// for each event it was not sent; a protocol-4 client has a counter of its own. A
     /// droppable event is left out for a connection the `dropDeltaFraction` fault picks.
-    private func broadcast(droppable: Bool, to audience: (OpenClawLink) -> Bool = { _ in true }, _ event: (Int) -> (String, JSONValue?)) async {
+    private func broadcast(droppable: Bool, to audience: (OpenClawClientConnection) -> Bool = { _ in true }, _ event: (Int) -> (String, JSONValue?)) async {
         let current = faults.current
         let skip = current.skipSequence
         if skip {

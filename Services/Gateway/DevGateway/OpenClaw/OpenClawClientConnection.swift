@@ -6,7 +6,7 @@ import Synchronization
 
 /// One client's connection to the OpenClaw dialect: its handshake, its protocol version, its
 /// event counter, and the faults that apply to what is written to it.
-final class OpenClawLink: Sendable {
+final class OpenClawClientConnection: Sendable {
     let connection: Int
     let nonce = UUID().uuidString.lowercased()
     private let outbound: WebSocketOutboundWriter
