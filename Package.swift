@@ -289,7 +289,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "FrontEndTests",
-                dependencies: ["FrontEnd", "TetherBus", "TetherSchema", "TetherWire"],
+                dependencies: ["FrontEnd", "TetherBus", "TetherSchema", "TetherService", "TetherTesting", "TetherWire"],
                 path: "Tests/FrontEndTests",
                 swiftSettings: swiftSettings
             ),

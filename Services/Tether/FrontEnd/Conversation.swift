@@ -46,9 +46,9 @@ public enum SendOutcome: Sendable, Equatable {
 
 /// A front end's view of the conversation through the bus.
 public struct Conversation: Sendable {
-    private let bus: BusClient
+    private let bus: any Bus
 
-    public init(bus: BusClient) {
+    public init(bus: any Bus) {
         self.bus = bus
     }
 
@@ -253,7 +253,7 @@ struct SendTracker: Sendable {
     /// acknowledged or not (some gateways acknowledge only after answering). Otherwise protod is
     /// asked where the message stands now (the same id sent again is answered with its status,
     /// never sent twice): events may have been missed, and the words must be true.
-    func timedOut(asking bus: BusClient, _ request: SendMessageCommand.Request) async -> SendOutcome {
+    func timedOut(asking bus: any Bus, _ request: SendMessageCommand.Request) async -> SendOutcome {
         if status == .delivered || partial != nil { return .deliveredWithoutReply(partial: partial) }
         guard let now = try? await bus.request(SendMessageCommand.self, request, timeout: .seconds(2), attempts: 1) else {
             return .unconfirmed(lastHeard: status)

@@ -158,62 +158,16 @@ struct Send: AsyncParsableCommand {
         }
         presence.leave()
         await bus.close()
-        switch outcome {
-        case .replied(let entry):
-            print(TerminalSafe.visible(entry.content))
-            noteAttribution(entry.attribution)
-        case .deliveredWithoutReply(let partial):
-            if let partial {
-                print(TerminalSafe.visible(partial.text))
-                noteAttribution(partial.attribution)
-            }
-            say("delivered, but no whole reply within \(timeout) s" + (partial == nil ? "" : " (printed as far as it came)"))
-        case .replyIncomplete(let entry):
-            print(TerminalSafe.visible(entry.content))
-            noteAttribution(entry.attribution)
-            say("delivered, but the reply is incomplete: \(entry.detail ?? "it was cut off")")
-        case .replyUnclaimed(let why):
-            say("delivered, but no reply is printed: \(why) (tether watch shows the conversation)")
-        case .notDelivered(let status, let detail):
-            switch status {
-            case .sent:
-                say(
-                    "not acknowledged within \(timeout) s: the message was sent and may have reached the gateway; Tether keeps waiting for its acknowledgement"
-                )
-            case .accepted:
-                say("not delivered within \(timeout) s: " + (detail ?? "accepted, waiting in the gateway's queue"))
-            default:
-                say(
-                    "not delivered within \(timeout) s: the message is queued"
-                        + (detail.map { ", \($0)" } ?? "; it is sent once Tether is connected to the gateway (tether status says why it is not)"))
-            }
-        case .unconfirmed(let lastHeard):
-            say(
-                "not confirmed within \(timeout) s, and tether-protod did not answer when asked: the message is in the outbox "
-                    + (lastHeard == .sent ? "and was sent (it may have reached the gateway)" : "(queued when last heard; it may have been sent since)"))
-        case .unanswered:
-            say("not confirmed within \(timeout) s: " + Conversation.unansweredSend)
-        case .failed(let reason):
-            say("not delivered: \(reason)")
-        case .refused(let reason):
-            say("refused, nothing was queued: \(reason)")
-        }
-        if outcome.exitCode != .success { throw ExitCode(outcome.exitCode) }
+        let report = SendReport(outcome, timeout: timeout)
+        if let reply = report.reply { print(TerminalSafe.visible(reply)) }
+        for note in report.notes { say(note) }
+        if report.exitCode != .success { throw ExitCode(report.exitCode) }
     }
 }
 
 /// Writes a line of `tether send`'s own to standard error.
 private func say(_ words: String) {
     FileHandle.standardError.write(Data("tether: \(TerminalSafe.visible(words, newlines: false))\n".utf8))
-}
-
-/// Says when a reply was matched to the message by order, not named by the gateway.
-private func noteAttribution(_ attribution: ReplyAttribution?) {
-    switch attribution {
-    case .order?: say("this reply was matched to your message by order: the gateway does not say which message it answers")
-    case .history?: say("this reply was matched to your message by the gateway's history (the reply that follows it there), not by its run")
-    case .gateway?, nil: break
-    }
 }
 
 struct Watch: AsyncParsableCommand {
