@@ -4,15 +4,6 @@ public import TetherSchema
 public import TetherService
 public import TetherWire
 
-/// What a full outbox does with a new message.
-public enum OverflowPolicy: String, Sendable, CaseIterable {
-    /// Refuse it at once, in words: nothing already accepted is touched (the default).
-    case refuse
-    /// Accept it and drop the oldest message never written, announced on the bus; every
-    /// sender is told at send time that its message may be dropped.
-    case dropOldest = "drop-oldest"
-}
-
 /// protod's decisions: which message to write, when a connection must be probed or
 /// replaced, what each message's status is, how a streamed reply grows and when it is cut.
 ///
@@ -30,45 +21,6 @@ public enum OverflowPolicy: String, Sendable, CaseIterable {
 /// - a reply in progress is resumed where the gateway can resume, and otherwise marked
 ///   incomplete as soon as its connection ends or it stops growing.
 public struct DeliveryStateMachine: Sendable {
-    /// The timings and limits the machine decides by.
-    public struct Settings: Sendable, Equatable {
-        /// At most this many messages wait to be written; what happens to a new one beyond is `whenFull`'s.
-        public var maximumQueued: Int
-        /// What a full outbox does with a new message.
-        public var whenFull: OverflowPolicy
-        /// A message not written this long after it was accepted expires.
-        public var expiry: TimeInterval
-        /// How long something may wait on a live connection (an acknowledgement, the next
-        /// chunk of a reply) before the connection is probed.
-        public var probeAfter: TimeInterval
-        /// How long the gateway has to answer a probe (`system.ping`) or `session.resume`.
-        public var probeDeadline: TimeInterval
-        /// A reply that has not grown for this long on a live connection is incomplete.
-        public var replyStallDeadline: TimeInterval
-        /// A growing reply is published at most once per interval (its start and end at once).
-        public var streamInterval: TimeInterval
-        /// OpenClaw: the session to chat in at start, and of messages that name none; nil or
-        /// `main` is the gateway's main session. ``Event/chooseSession(_:)`` changes it.
-        public var sessionKey: String?
-        /// OpenClaw: how many transcript messages a history lookup asks for.
-        public var historyLimit: Int
-
-        public init(
-            maximumQueued: Int = 100, expiry: TimeInterval = 3600, probeAfter: TimeInterval = 2, probeDeadline: TimeInterval = 2,
-            replyStallDeadline: TimeInterval = 30, streamInterval: TimeInterval = 0.05, sessionKey: String? = nil, historyLimit: Int = 100,
-            whenFull: OverflowPolicy = .refuse
-        ) {
-            self.whenFull = whenFull
-            self.sessionKey = sessionKey
-            self.historyLimit = min(1000, max(10, historyLimit))
-            self.maximumQueued = max(1, maximumQueued)
-            self.expiry = expiry
-            self.probeAfter = probeAfter
-            self.probeDeadline = probeDeadline
-            self.replyStallDeadline = replyStallDeadline
-            self.streamInterval = streamInterval
-        }
-    }
 
     /// Where the gateway session stands, as saved for a restart.
     public struct SessionPoint: Sendable, Equatable {
@@ -158,80 +110,6 @@ public struct DeliveryStateMachine: Sendable {
         case refuse(String, actions: [Action])
     }
 
-    /// A message not yet settled by the gateway, as the machine tracks it.
-    struct Pending: Sendable, Equatable {
-        var id: String
-        var sequence: Int
-        var content: String
-        var createdAt: Date
-        var strategy: DeliveryStrategy
-        var kind: String?
-        var retry: RetryPolicy
-        /// Written to the gateway at least once: it may have reached it.
-        var everWritten: Bool
-        /// The connection it was last written to, and when.
-        var writtenOn: String?
-        var writtenAt: Date?
-        /// When it was first written: the gateway cannot have it from before.
-        var firstWrittenAt: Date?
-        /// When its acknowledgement is overdue on the connection it was written to: the
-        /// connection is probed then.
-        var acknowledgementDue: Date?
-        /// When its acknowledgement is late by its retry policy (counted against health once).
-        var lateAt: Date?
-        /// Overdue periods so far on live connections.
-        var overdue = 0
-        /// Written by an earlier protod: the frame may have died with it in the bus.
-        var restored = false
-        /// OpenClaw: where the message stands between the outbox and the gateway's transcript.
-        var place: OpenClawPlace = .outbox
-        /// OpenClaw: the session it was sent in, as chosen then; nil for ``Settings/sessionKey``.
-        var session: String?
-
-        var messageID: MessageID { MessageID(id) }
-    }
-
-    /// A reply being streamed.
-    struct OpenStream: Sendable, Equatable {
-        /// The server sequence of its first chunk: a restarted protod resumes before it.
-        var firstSequence: Int
-        var inReplyTo: MessageID?
-        var attribution: ReplyAttribution?
-        /// When it last grew.
-        var grewAt: Date
-        /// When it was last published, and its length then (UTF-8 bytes).
-        var publishedAt: Date?
-        var publishedLength = 0
-        /// Its length when it was last published whole (0: not yet): it goes whole again once doubled.
-        var wholeLength = 0
-        /// Its growth since then is waiting for the interval to end.
-        var publicationDue = false
-    }
-
-    /// The open connection, as protod knows it.
-    struct Connection: Sendable, Equatable {
-        var epoch: Int
-        var id: String
-        /// The `session.resume` frame was written on it, at this time (nil: not yet).
-        var resumeAskedAt: Date?
-        /// A probe under way: its deadline.
-        var probeDeadline: Date?
-        /// When the gateway was last heard from on it (any frame): a connection heard from
-        /// within `probeAfter` is alive, and is not probed.
-        var heardAt: Date
-        /// The gateway was heard from on it at least once.
-        var verified = false
-        /// A new connection was asked for; nothing more is decided about this one.
-        var replacing = false
-        /// The dialect spoken on it, with that dialect's state of the connection.
-        var dialect: ConnectionDialect = .seed
-    }
-
-    enum ConnectionDialect: Sendable, Equatable {
-        case seed
-        case openClaw(OpenClawLink)
-    }
-
     public let settings: Settings
     let codec = WireCodec()
 
@@ -239,7 +117,7 @@ public struct DeliveryStateMachine: Sendable {
     var connection: Connection?
     var wireHeard = false
     /// When the bus path to connd last dropped: frames written on the connection before it may be lost.
-    private var wireLostAt: Date?
+    var wireLostAt: Date?
     /// Whether the gateway answers `session.resume` (and so replays what was missed and drops
     /// repeated message ids), as learnt on the latest connection that told; nil: not known.
     public internal(set) var gatewayResumes: Bool?
@@ -247,19 +125,19 @@ public struct DeliveryStateMachine: Sendable {
     private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
     private var sessionSavedAt = Date.distantPast
     /// The server sequence to ask the gateway to resume after, once frames reach connd.
-    private var resumeAfter: Int?
+    var resumeAfter: Int?
     var assembler = StreamAssembler()
     var streams: [MessageID: OpenStream] = [:]
     /// Messages written and not yet matched to a reply, oldest first: a reply that does not
     /// say what it answers is matched to the first of them.
     var awaitingReply: [MessageID] = []
-    private static let awaitingReplyLimit = 1000
+    static let awaitingReplyLimit = 1000
     var botName = "Bot"
     var botState: BotState = .idle
     /// What was said with the bot's state (a model failure, why a reply is incomplete).
     var botDetail: String?
-    private var health: HealthMonitor
-    private var suggestions = SuggestionBook()
+    var health: HealthMonitor
+    var suggestions = SuggestionBook()
     private var lastSummary: OutboxSummary?
     /// Messages that left without delivery since start, by final status, and the latest of them.
     private var undelivered: [String: Int] = [:]
@@ -572,217 +450,6 @@ public struct DeliveryStateMachine: Sendable {
         guard !expired.isEmpty else { return }
         let expiry = settings.expiry
         settle(expired, as: .expired, into: &actions) { _ in "not delivered within \(Self.words(expiry)): it was never sent" }
-    }
-
-    // MARK: The connection
-
-    private mutating func connectionEnded(now: Date, into actions: inout [Action]) {
-        guard let ended = connection else { return }
-        connection = nil
-        if case .openClaw = ended.dialect { return openClawConnectionEnded(now: now, into: &actions) }
-        // Without a gateway that resumes, what a reply still lacked is gone with the connection.
-        guard gatewayResumes != true else { return }
-        for id in openStreamsInOrder {
-            cut(id, why: "the connection ended before the reply was complete", now: now, into: &actions)
-        }
-    }
-
-    /// What the open connection needs now: the resume request, messages to write, probes,
-    /// a replacement.
-    private mutating func decide(now: Date, into actions: inout [Action]) {
-        guard var open = connection, wireHeard, !open.replacing else { return }
-        if case .openClaw = open.dialect { return decideOpenClaw(now: now, into: &actions) }
-        if let after = resumeAfter {
-            resumeAfter = nil
-            open.resumeAskedAt = now
-            write(
-                try? codec.encode(
-                    SessionResume(sessionID: session.sessionID, lastSequence: after), type: WireMessageType.sessionResume.rawValue, sequence: 0),
-                on: open.epoch, into: &actions)
-        }
-        // A gateway that has not answered session.resume in time does not know it.
-        if gatewayResumes == nil, let asked = open.resumeAskedAt, now >= asked.addingTimeInterval(settings.probeDeadline) {
-            gatewayResumes = false
-            open.resumeAskedAt = nil
-        }
-        connection = open
-
-        // Frames written on this connection before the bus path dropped, or by a protod that
-        // died, may be lost: to a gateway that drops repeated ids they are written again;
-        // otherwise the connection is replaced (and they are written on the new one), never
-        // written twice on it.
-        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
-        if !uncertain.isEmpty {
-            switch gatewayResumes {
-            case true?:
-                for index in uncertain {
-                    pending[index].writtenOn = nil
-                    pending[index].restored = false
-                }
-            case false?:
-                return replace(reason: "frames to or from the gateway may have been lost in the bus", into: &actions)
-            case nil:
-                return  // until the gateway says whether it resumes
-            }
-        }
-
-        if let deadline = open.probeDeadline, now >= deadline {
-            recordOutcome(success: false, now: now, into: &actions)
-            actions.append(
-                .diagnose(
-                    DiagnosticEvent(kind: .probeFailed, detail: "the gateway answered no ping within \(Self.words(settings.probeDeadline)): connecting again")))
-            return replace(reason: "the gateway answered no ping within \(Self.words(settings.probeDeadline))", into: &actions)
-        }
-
-        writeDue(on: open, now: now, into: &actions)
-        checkOverdue(now: now, into: &actions)
-        checkStreams(now: now, into: &actions)
-    }
-
-    /// Written by a protod that died, or before the bus path to connd dropped: the frame may
-    /// never have reached the gateway.
-    func isUncertain(_ message: Pending) -> Bool {
-        if message.restored { return true }
-        guard let lost = wireLostAt, let written = message.writtenAt else { return false }
-        return written <= lost
-    }
-
-    /// A frame for connd to write on the connection of `epoch`, from what the codec encoded
-    /// (nothing when it could not encode it).
-    func write(_ encoded: Data?, on epoch: Int, into actions: inout [Action]) {
-        guard let encoded else { return }
-        actions.append(.write(WireFrame(epoch: epoch, text: String(decoding: encoded, as: UTF8.self))))
-    }
-
-    mutating func replace(reason: String, into actions: inout [Action]) {
-        connection?.replacing = true
-        actions.append(.reconnect(reason: reason))
-    }
-
-    /// Writes, in order, every pending message not yet written on this connection. Messages
-    /// written on an earlier connection go again only once this one has shown it is alive
-    /// (a pong or any frame), unless the gateway drops repeats: a connection that is as
-    /// silent as the last one would only add a copy the gateway may read later.
-    mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
-        if !open.verified, gatewayResumes != true, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
-            return startProbe(now: now, force: true, into: &actions)
-        }
-        if case .openClaw(let link) = open.dialect {
-            // Queued before this gateway's limit was known, and never written: it cannot be.
-            let tooLarge = pending.filter { !$0.everWritten && !link.fits($0.content) }.map(\.id)
-            let limit = link.maximumPayload ?? 0
-            settle(tooLarge, as: .failed, into: &actions) { _ in "too large for the gateway: it reads frames of at most \(limit) bytes" }
-        }
-        var written: [String] = []
-        for index in pending.indices where pending[index].writtenOn != open.id {
-            let message = pending[index]
-            switch open.dialect {
-            case .seed:
-                let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
-                guard let data = try? codec.encode(chatMessage: chat, sequence: message.sequence) else { continue }
-                write(data, on: open.epoch, into: &actions)
-            case .openClaw(let link):
-                // Another session's message waits until the connection goes over to it.
-                guard sessionOf(message) == link.sessionKey else { continue }
-                // One run at a time in a session, and one message written and unanswered at a
-                // time: the rest waits for the reply in progress, and what a reconnect leaves
-                // unknown is always one message.
-                guard !openClawSessionBusy(on: open, now: now) else {
-                    holdBehindRun(index, into: &actions)
-                    continue
-                }
-                write(link.sendRequest(message), on: open.epoch, into: &actions)
-                pending[index].place = .written
-            }
-            written.append(message.id)
-            if !message.everWritten {
-                actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .sent)))
-                awaitingReply.append(message.messageID)
-            }
-            if !pending[index].everWritten { pending[index].firstWrittenAt = now }
-            pending[index].everWritten = true
-            pending[index].writtenOn = open.id
-            pending[index].writtenAt = now
-            pending[index].acknowledgementDue = now.addingTimeInterval(settings.probeAfter)
-            if pending[index].overdue == 0 { pending[index].lateAt = now.addingTimeInterval(Double(message.retry.timeoutMilliseconds) / 1000) }
-        }
-        if awaitingReply.count > Self.awaitingReplyLimit { awaitingReply.removeFirst(awaitingReply.count - Self.awaitingReplyLimit) }
-        guard !written.isEmpty else { return }
-        actions.append(.persistSent(ids: written, epoch: open.epoch, connection: open.id, at: now))
-        actions.append(.diagnose(DiagnosticEvent(kind: .queueFlushed, count: written.count)))
-    }
-
-    /// An acknowledgement overdue on a live connection is a question about the connection:
-    /// it is probed, and the message keeps waiting. One late by its retry policy also counts
-    /// against health, once.
-    mutating func checkOverdue(now: Date, into actions: inout [Action]) {
-        guard let open = connection else { return }
-        var probe = false
-        for index in pending.indices where pending[index].writtenOn == open.id {
-            if let late = pending[index].lateAt, now >= late {
-                probe = true
-                pending[index].lateAt = nil
-                pending[index].overdue += 1
-                let policy = pending[index].retry
-                recordOutcome(success: false, now: now, into: &actions)
-                actions.append(
-                    .diagnose(
-                        DiagnosticEvent(
-                            kind: .acknowledgementOverdue, messageID: pending[index].messageID, willRetry: false,
-                            detail: "no acknowledgement within \(policy.timeoutMilliseconds) ms; the connection is probed, and the message is kept")))
-                offer(Suggestions.messagesNotAcknowledged, now: now, into: &actions)
-            }
-            if let due = pending[index].acknowledgementDue, now >= due {
-                probe = true
-                pending[index].acknowledgementDue = now.addingTimeInterval(settings.probeAfter)
-            }
-        }
-        if probe { startProbe(now: now, into: &actions) }
-    }
-
-    /// Pings the gateway, unless a probe is under way or (unless `force`) the connection was
-    /// heard from within `probeAfter` (it is alive).
-    mutating func startProbe(now: Date, force: Bool = false, into actions: inout [Action]) {
-        guard var open = connection, open.probeDeadline == nil, force || now >= open.heardAt.addingTimeInterval(settings.probeAfter) else { return }
-        open.probeDeadline = now.addingTimeInterval(settings.probeDeadline)
-        switch open.dialect {
-        case .seed:
-            connection = open
-            write(try? codec.encodePing(sequence: 0, timestamp: now), on: open.epoch, into: &actions)
-        case .openClaw(var link):
-            let request = link.probeRequest()
-            open.dialect = .openClaw(link)
-            connection = open
-            write(request, on: open.epoch, into: &actions)
-        }
-    }
-
-    // MARK: Health
-
-    mutating func recordOutcome(success: Bool, now: Date, into actions: inout [Action]) {
-        guard let state = health.record(success: success, now: now) else { return }
-        actions.append(.retainHealth(health.report))
-        actions.append(.diagnose(DiagnosticEvent(kind: .healthChanged, detail: state.rawValue)))
-    }
-
-    mutating func offer(_ suggestion: RecoverySuggestion, now: Date, into actions: inout [Action]) {
-        if suggestions.offer(suggestion, now: now) { actions.append(.suggest(suggestion)) }
-    }
-
-    /// A suggestion for a connection status, handed out at most once in its interval.
-    public mutating func suggestion(for status: ConnectionStatus, now: Date) -> RecoverySuggestion? {
-        guard let suggestion = Suggestions.forConnection(status), suggestions.offer(suggestion, now: now) else { return nil }
-        return suggestion
-    }
-
-    /// A suggestion when the network path is gone.
-    public mutating func suggestion(for path: NetworkPath, now: Date) -> RecoverySuggestion? {
-        guard !path.satisfied, suggestions.offer(Suggestions.checkNetwork, now: now) else { return nil }
-        return Suggestions.checkNetwork
-    }
-
-    static func words(_ interval: TimeInterval) -> String {
-        interval == interval.rounded() ? "\(Int(interval)) s" : "\(interval) s"
     }
 }
 

@@ -1,0 +1,179 @@
+public import Foundation
+public import OpenClawWire
+import TetherSchema
+import TetherWire
+
+extension DeliveryStateMachine {
+    // MARK: Replies
+
+    mutating func chat(_ event: ChatEventPayload, now: Date, into actions: inout [Action]) {
+        guard case .openClaw(let link)? = connection?.dialect else { return }
+        // Another session's events are not this conversation's.
+        if let key = event.sessionKey, !link.names(key) { return }
+        heardInSession(now: now)
+        // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
+        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || knownEntries[MessageID(event.runId)] != nil
+        guard ours else {
+            // A run another client started (or the gateway's follow-up turn): Tether's messages
+            // wait while it goes on; its messages come from the history, once it ended.
+            if event.state == .delta {
+                otherRuns[event.runId] = now
+            } else {
+                otherRuns[event.runId] = nil
+                lookUpHistory(now: now, into: &actions)
+            }
+            return
+        }
+        let message = MessageID(event.runId)
+        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn)
+        if event.state == .final, event.message == nil, run.text.isEmpty, let index = pending.firstIndex(where: { $0.id == event.runId }) {
+            // Not a reply: the session was busy, and the gateway keeps the message in its queue.
+            return heldByGateway(index, now: now, into: &actions)
+        }
+        // A run shows the gateway stored the message: as good as its acknowledgement.
+        if pending.contains(where: { $0.id == event.runId }) {
+            acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        run.heardAt = now
+        run.failure = nil
+        let replyID = HistoryMerge.replyID(of: message)
+        switch event.state {
+        case .delta:
+            let before = run.text
+            if link.protocolVersion >= 4, let increment = event.deltaText {
+                if event.replace == true {
+                    run.text = increment
+                    run.synced = true
+                } else if run.synced {
+                    run.text += increment
+                } else if let whole = event.message?.text {
+                    run.text = whole
+                    run.synced = true
+                }
+            } else if let whole = event.message?.text, whole.count >= run.text.count || !run.synced {
+                run.text = whole
+                run.synced = true
+            }
+            guard run.text != before else {
+                runs[event.runId] = run
+                return
+            }
+            run.grewAt = now
+            runs[event.runId] = run
+            if knownEntries[replyID]?.status == .received { return }
+            setBotState(.typing, now: now, into: &actions)
+            let due = (run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
+            if due <= now { publishRun(event.runId, isFinal: false, now: now, into: &actions) } else { runs[event.runId]?.publicationDue = true }
+        case .final:
+            run.text = event.message?.text ?? run.text
+            runs[event.runId] = run
+            guard !run.text.isEmpty else {
+                // A run that ended with no text at all has no reply to show.
+                let why = run.failure.map { "the model failed: \($0)" } ?? "the gateway ended the run with no reply"
+                return end(event.runId, as: .incomplete, why: why, now: now, into: &actions)
+            }
+            publishRun(event.runId, isFinal: true, now: now, into: &actions)
+            runs[event.runId] = nil
+            actions.append(
+                .publishEntry(
+                    TranscriptEntry(
+                        id: replyID, sender: .bot(name: botName), content: run.text, timestamp: now, status: .received, inReplyTo: message,
+                        attribution: .gateway)))
+            settleBotState(now: now, into: &actions)
+        case .aborted, .error:
+            runs[event.runId] = run
+            let why: String =
+                if event.state == .error {
+                    "the gateway reported an error: \(event.errorMessage ?? "no reason given")"
+                } else {
+                    switch event.stopReason {
+                    case "rpc"?: "the reply was stopped (chat.abort)"
+                    case "stop"?: "the reply was stopped (/stop)"
+                    case "timeout"?: "the gateway gave up on the reply (timeout)"
+                    default: "the reply was stopped (\(event.stopReason ?? "aborted"))"
+                    }
+                }
+            end(event.runId, as: .incomplete, why: why, now: now, into: &actions)
+        }
+    }
+
+    /// Ends a run of Tether's as it came, in the transcript with the reason it ended there;
+    /// the bot is idle once no run of Tether's is open.
+    mutating func end(_ runID: String, as status: DeliveryStatus, why: String, now: Date, into actions: inout [Action]) {
+        guard let run = runs.removeValue(forKey: runID) else { return }
+        actions.append(
+            .publishEntry(
+                TranscriptEntry(
+                    id: run.replyID ?? MessageID(runID), sender: .bot(name: botName), content: run.text, timestamp: now, status: status,
+                    inReplyTo: run.inReplyTo, attribution: .gateway, detail: why)))
+        settleBotState(now: now, into: &actions, detail: why)
+    }
+
+    /// An `agent` event: the run is alive; a lifecycle error is the model failing, said at once
+    /// in the gateway's words while the gateway retries (it sends no `chat` event for it).
+    mutating func agent(_ event: AgentEventPayload, now: Date, into actions: inout [Action]) {
+        guard case .openClaw(let link)? = connection?.dialect else { return }
+        if let key = event.sessionKey, !link.names(key) { return }
+        heardInSession(now: now)
+        let phase = event.stream == "lifecycle" ? event.data?["phase"]?.stringValue : nil
+        let isPending = pending.contains { $0.id == event.runId }
+        guard runs[event.runId] != nil || isPending else {
+            // Another client's run, or the gateway's follow-up turn: Tether's messages wait for it.
+            if phase == "end" { otherRuns[event.runId] = nil } else if knownEntries[MessageID(event.runId)] == nil { otherRuns[event.runId] = now }
+            return
+        }
+        var run =
+            runs[event.runId]
+            ?? OpenClawRun(
+                inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now,
+                messageText: pending.first { $0.id == event.runId }?.content, session: chattingIn)
+        // Its run shows the gateway stored the message.
+        if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
+        run.heardAt = now
+        if phase == "error" {
+            let error = event.data?["error"]?.stringValue ?? "no reason given"
+            run.failure = error
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(
+                        kind: .replyFailed, messageID: run.inReplyTo, willRetry: true, detail: "the model failed: \(error); the gateway is retrying")))
+            setBotState(.thinking, detail: "the model failed: \(error); the gateway is retrying", now: now, into: &actions)
+        }
+        runs[event.runId] = run
+    }
+
+    private mutating func publishRun(_ runID: String, isFinal: Bool, now: Date, into actions: inout [Action]) {
+        guard var run = runs[runID], let id = run.replyID else { return }
+        let published = run.publishedText.utf8.count
+        let length = run.text.utf8.count
+        // A text that was replaced rather than extended (taken whole after a gap) goes whole.
+        let extends = length >= published && run.text.utf8.starts(with: run.publishedText.utf8)
+        guard isFinal || !extends || length != published else { return }
+        let whole = !extends || run.wholeLength == 0 || length >= 2 * run.wholeLength
+        actions.append(
+            .publishStream(
+                StreamProgress(
+                    id: id, chunkIndex: run.updates, chunk: extends ? String(decoding: run.text.utf8.dropFirst(published), as: UTF8.self) : run.text,
+                    offset: extends ? published : 0, content: whole ? run.text : nil, isFinal: isFinal, inReplyTo: run.inReplyTo, attribution: .gateway)))
+        run.updates += 1
+        run.publishedAt = now
+        run.publishedText = run.text
+        if whole { run.wholeLength = length }
+        run.publicationDue = false
+        runs[runID] = run
+    }
+
+    /// Publishes the growth of replies whose interval ended.
+    mutating func publishDueRuns(now: Date, into actions: inout [Action]) {
+        for (id, run) in runs where run.publicationDue {
+            guard (run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval) <= now else { continue }
+            publishRun(id, isFinal: false, now: now, into: &actions)
+        }
+    }
+
+    /// The bot is idle once no run of Tether's is open.
+    mutating func settleBotState(now: Date, into actions: inout [Action], detail: String? = nil) {
+        guard runs.isEmpty else { return }
+        setBotState(.idle, detail: detail.map { "reply incomplete: \($0)" }, now: now, into: &actions)
+    }
+}

@@ -1,0 +1,195 @@
+public import Foundation
+public import OpenClawWire
+import TetherSchema
+import TetherWire
+
+/// An OpenClaw connection as protod knows it: the protocol in use, the session chatted in,
+/// the event counter, and the history lookup under way.
+struct OpenClawLink: Sendable, Equatable {
+    var protocolVersion: Int
+    /// The canonical session key (the `main` alias resolved with the gateway's defaults).
+    var sessionKey: String
+    /// The gateway's main session key, which a key as a person writes it is made canonical by.
+    var mainSessionKey: String?
+    /// The gateway's clock minus Tether's, in seconds.
+    var clockOffset: TimeInterval
+    /// When the gateway started, by Tether's clock, if it said: a run older than that died with it.
+    var gatewayStartedAt: Date?
+    /// The last event sequence number on this connection.
+    var lastSequence: Int?
+    /// The history lookup under way.
+    var history: HistoryLookup?
+    /// A history lookup answered since the connection began (or since frames may have been lost):
+    /// messages may be written.
+    var recovered = false
+    /// Asked for another lookup once the one under way is answered.
+    var lookupAgain = false
+    /// A lookup was widened to the gateway's maximum on this connection: it is not widened again.
+    var widened = false
+    /// The largest frame the gateway reads (`policy.maxPayload`).
+    var maximumPayload: Int?
+    /// When an event of a run in the session chatted in (Tether's or not) was last heard.
+    var sessionHeardAt: Date?
+    private var requests = 0
+
+    struct HistoryLookup: Sendable, Equatable {
+        var id: String
+        var limit: Int
+        var sentAt: Date
+    }
+
+    init(_ gateway: GatewayInfo, requested: String?, now: Date) {
+        protocolVersion = gateway.protocolVersion ?? 3
+        sessionKey = OpenClawProtocol.canonicalSessionKey(requested, mainSessionKey: gateway.mainSessionKey)
+        mainSessionKey = gateway.mainSessionKey
+        clockOffset = Double(gateway.clockOffsetMilliseconds ?? 0) / 1000
+        // The uptime is the handshake's: a protod that joins the connection later uses the start it gives.
+        gatewayStartedAt = gateway.startedAt ?? gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
+        maximumPayload = gateway.maximumPayload
+    }
+
+    /// Chats in `key` (canonical) from now on: its history is looked up before anything is
+    /// written there, and nothing of the session before carries over.
+    mutating func chatIn(_ key: String) {
+        sessionKey = key
+        recovered = false
+        history = nil
+        lookupAgain = false
+        widened = false
+        sessionHeardAt = nil
+    }
+
+    /// Whether `key` names the session chatted in, in either form: events carry the canonical
+    /// key, `aborted` and `chat.history` the key as the client sent it.
+    func names(_ key: String) -> Bool {
+        key == sessionKey || OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) == sessionKey
+    }
+
+    /// Whether a message's `chat.send` fits in the gateway's largest frame.
+    func fits(_ content: String) -> Bool {
+        guard let maximumPayload else { return true }
+        return content.utf8.count + Self.sendOverhead <= maximumPayload
+    }
+
+    /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes aside).
+    static let sendOverhead = 512
+
+    private static let codec = OpenClawCodec()
+
+    /// The id of the `chat.send` request of a message; its answer is matched by it.
+    static func sendRequestID(_ message: String) -> String { "send:" + message }
+
+    /// `chat.send` for a message: its id is the idempotency key, every time it is written.
+    func sendRequest(_ message: DeliveryStateMachine.Pending) -> Data {
+        Data(
+            Self.codec.request(
+                id: Self.sendRequestID(message.id), method: "chat.send",
+                params: ChatSendParams(sessionKey: sessionKey, message: message.content, idempotencyKey: message.id)
+            ).utf8)
+    }
+
+    /// The id of the question whether a message's run goes on; its answer is matched by it.
+    static func askRequestID(_ message: String) -> String { "ask:" + message }
+
+    /// `chat.send` again, with the same key, for a message whose run is under way: a question,
+    /// not a copy. The gateway answers `in_flight` while the run goes on and `ok` once it
+    /// ended, and starts nothing.
+    func askRequest(id: String, content: String) -> Data {
+        Data(
+            Self.codec.request(
+                id: Self.askRequestID(id), method: "chat.send", params: ChatSendParams(sessionKey: sessionKey, message: content, idempotencyKey: id)
+            ).utf8)
+    }
+
+    /// A request any live gateway answers at once: the probe of a quiet connection.
+    mutating func probeRequest() -> Data {
+        requests += 1
+        return Data(Self.codec.request(id: "probe:\(requests)", method: "health", params: [String: String]()).utf8)
+    }
+
+    mutating func historyRequest(limit: Int, now: Date) -> Data {
+        requests += 1
+        let id = "history:\(requests)"
+        history = HistoryLookup(id: id, limit: limit, sentAt: now)
+        return Data(Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit)).utf8)
+    }
+
+    /// A request made for a command; its answer is handed back as ``DeliveryStateMachine/Action/commandAnswered(id:ok:payload:error:)``.
+    mutating func commandRequest(method: String, params: JSONValue?) -> (id: String, frame: Data) {
+        requests += 1
+        let id = "cmd:\(requests)"
+        return (id, Data(Self.codec.encode(.request(id: id, method: method, params: params)).utf8))
+    }
+}
+
+/// Where an OpenClaw message stands between the outbox and the gateway's transcript. The
+/// gateway stores a message when its turn starts; until then it may hold it in memory only.
+enum OpenClawPlace: Sendable, Equatable {
+    /// In the outbox, not written on the open connection.
+    case outbox
+    /// In the outbox, waiting for the reply in progress in its session to end (said once), so
+    /// that the gateway runs it at once, with a run and a reply of its own.
+    case behindRun
+    /// Written; the gateway has not answered.
+    case written
+    /// The gateway answered `started` or `in_flight`; no sign of its run yet (a delta, an
+    /// `agent` event, a final with text), which is what says it was stored.
+    case accepted(at: Date)
+    /// The gateway answered `started` and then ended the run with an empty `final`: it holds the
+    /// message in the busy session's queue, in memory, to run later as a follow-up turn under a
+    /// run id of its own. The history says when it ran, or that the queue's cap dropped it; a
+    /// gateway that restarted since lost it.
+    case inGatewayQueue(since: Date)
+    /// Accepted or in the gateway's queue, and the session has been quiet for the reply stall
+    /// deadline since: it no longer holds later messages back; the history still decides.
+    case quiet(since: Date, queued: Bool)
+
+    /// The gateway said it holds the message in its queue.
+    var isInGatewayQueue: Bool {
+        switch self {
+        case .inGatewayQueue, .quiet(_, queued: true): true
+        default: false
+        }
+    }
+
+    /// When the gateway answered for it, if it did and has not shown it stored.
+    var answeredAt: Date? {
+        switch self {
+        case .accepted(let at), .inGatewayQueue(let at), .quiet(let at, _): at
+        case .outbox, .behindRun, .written: nil
+        }
+    }
+}
+
+/// A reply being streamed on OpenClaw: one run.
+struct OpenClawRun: Sendable, Equatable {
+    /// The message it answers (the run id is that message's id), when it is Tether's.
+    var inReplyTo: MessageID?
+    var startedAt: Date
+    /// The reply so far.
+    var text = ""
+    /// False after frames may have been missed (a gap, a reconnect): a protocol-4 increment
+    /// cannot be appended until a delta with the whole text so far comes.
+    var synced = true
+    var grewAt: Date
+    /// When an event of the run was last heard (a delta, or an `agent` event): a run heard of
+    /// for the reply stall deadline is incomplete.
+    var heardAt: Date
+    /// The model's failure the gateway last reported for the run, in its words, while it retries.
+    var failure: String?
+    /// The message's text, to ask the gateway with its key whether a failing run still goes on.
+    var messageText: String?
+    /// When the gateway was last asked whether the failing run goes on.
+    var askedAt: Date?
+    /// The session it runs in (canonical): its events and history are that session's.
+    var session: String?
+    var publishedAt: Date?
+    /// The reply as last published: the next progress carries what was added to it.
+    var publishedText = ""
+    /// Its length when it was last published whole (0: not yet): it goes whole again once doubled.
+    var wholeLength = 0
+    var publicationDue = false
+    var updates = 0
+
+    var replyID: MessageID? { inReplyTo.map(HistoryMerge.replyID(of:)) }
+}
