@@ -111,6 +111,13 @@ import TetherWire
         #expect(report == SendReport(reply: nil, notes: ["refused, nothing was queued: the outbox is full"], exitCode: .refused))
     }
 
+    @Test func aSetThatCannotBeReachedExitsFourAndOtherErrorsAreNotTakenForIt() {
+        let report = SendReport(unreachable: BusError.busUnavailable(path: "/run/tether/bus.in"))
+        #expect(report?.exitCode == .notRunning && report?.notes.count == 1)
+        #expect(SendReport(unreachable: BusError.timedOut(endpoint: "protod.cmd", attempts: 2))?.exitCode == .notRunning)
+        #expect(SendReport(unreachable: CommandErrorReply(.failed, "a database error")) == nil)
+    }
+
     @Test func aProtodThatNeverAnswersIsNotSaidToHaveLostTheMessage() async throws {
         let bus = InMemoryBus()
         let outcome = try await Conversation(bus: bus.client("tether send")).send("hello", timeout: .seconds(1))

@@ -1,3 +1,4 @@
+public import TetherBus
 public import TetherSchema
 public import TetherService
 
@@ -59,6 +60,13 @@ public struct SendReport: Sendable, Equatable {
         case .refused(let reason):
             notes.append("refused, nothing was queued: \(reason)")
         }
+    }
+
+    /// What a command says when the set cannot be reached (no bus, no answer from it, a key
+    /// refused): exit 4, with the bus's words; nil for any other error.
+    public init?(unreachable error: any Error) {
+        guard let error = error as? BusError, error.isUnreachable else { return nil }
+        self.init(reply: nil, notes: ["\(error)"], exitCode: .notRunning)
     }
 
     /// Says when a reply was matched to the message by order or by the gateway's history, not

@@ -31,9 +31,9 @@ func openBus(_ options: ProgramOptions, _ remote: RemoteBusOptions) throws -> Bu
 
 /// The error a command ends with: a bus that does not answer becomes ``TetherExitCode/notRunning`` with words.
 func commandError(_ error: any Error) -> any Error {
-    guard let error = error as? BusError, error.isUnreachable else { return error }
-    FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
-    return ExitCode(.notRunning)
+    guard let report = SendReport(unreachable: error) else { return error }
+    for note in report.notes { FileHandle.standardError.write(Data("tether: \(note)\n".utf8)) }
+    return ExitCode(report.exitCode)
 }
 
 struct Chat: AsyncParsableCommand {
