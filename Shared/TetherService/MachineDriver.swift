@@ -118,8 +118,12 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
         return queued
     }
 
-    /// Runs `machine` until the task is cancelled; `perform` carries out each action.
-    public func run(_ machine: Machine, perform: @escaping @Sendable (Machine.Action) async -> Void) async {
+    /// Runs `machine` until the task is cancelled; `perform` carries out each action, and
+    /// `observe` is shown the machine after each round of inputs (to save what it keeps).
+    public func run(
+        _ machine: Machine, perform: @escaping @Sendable (Machine.Action) async -> Void,
+        observe: @Sendable (Machine) async -> Void = { _ in }
+    ) async {
         var machine = machine
         var timer: (due: Machine.Instant, task: Task<Void, Never>)?
         for await _ in wakeups {
@@ -133,6 +137,7 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
                     machine = context.machine
                 }
             }
+            await observe(machine)
             // One timer, at the machine's next deadline.
             let due = machine.nextDeadline
             if due != timer?.due {

@@ -126,6 +126,18 @@ import TetherTesting
         #expect(await eventually { said.all == ["due 30, at 50", "due 300, at 300"] }, "\(said.all)")
     }
 
+    @Test func theMachineIsShownAfterEachRoundOfInputs() async throws {
+        let driver = MachineDriver<Machine, ManualClock>(clock: ManualClock())
+        let seen = Said()
+        let running = Task { await driver.run(Machine(), perform: { _ in }, observe: { seen.add("deadline \($0.deadline.map(String.init) ?? "none")") }) }
+        defer { running.cancel() }
+        driver.send(.due(10))
+        _ = try await driver.perform { _ in }
+        driver.send(.due(nil))
+        _ = try await driver.perform { _ in }
+        #expect(seen.all.first == "deadline 10" && seen.all.last == "deadline none", "\(seen.all)")
+    }
+
     @Test func cancellingEndsTheRunItsTimerAndWhatStillWaits() async throws {
         let clock = ManualClock()
         let driver = MachineDriver<Machine, ManualClock>(clock: clock)

@@ -40,18 +40,22 @@ public actor Supervisor {
     private let variables: [String: String]
     private let startedAt = Date()
     private let output = OutputWriter()
-    /// What decides; everything below carries out its actions.
-    private var machine: SupervisorMachine
+    /// What decides, run by ``driver``; everything below carries out its actions.
+    private let initial: SupervisorMachine
+    private let driver = MachineDriver<SupervisorMachine, ContinuousClock>(clock: ContinuousClock())
+    /// The programs' statuses after the last round of events: what `ps` and `restart` answer.
+    private var statuses: [ProgramStatus]
     /// The statuses last written to the state file.
     private var written: [ProgramStatus] = []
     /// Each program's current run.
     private var processes: [String: ProgramProcess] = [:]
-    /// Runs started while handling an event, whose output and exit are still to be followed.
-    private var newRuns: [(name: String, process: ProgramProcess)] = []
+    /// Runs started, whose output and exit are to be followed.
+    private let newRuns: AsyncStream<(name: String, process: ProgramProcess)>
+    private let follow: AsyncStream<(name: String, process: ProgramProcess)>.Continuation
+    /// Said once the machine has stopped the set.
+    private let stopped: AsyncStream<Void>
+    private let stop: AsyncStream<Void>.Continuation
     private var finished = false
-    /// Every event for the machine, from the processes, the bus, the signals and the timer.
-    private let events: AsyncStream<SupervisorMachine.Event>
-    private let input: AsyncStream<SupervisorMachine.Event>.Continuation
 
     public init(options: Options, logger: Logger) throws {
         self.options = options
@@ -63,8 +67,10 @@ public actor Supervisor {
         variables["TETHER_RUN"] = options.runDirectory.path
         variables["TETHER_COMPOSE_DIR"] = URL(fileURLWithPath: options.composeFile).deletingLastPathComponent().path
         self.variables = variables
-        self.machine = SupervisorMachine(programs: file.programs, stopDeadline: options.stopDeadline, now: .now)
-        (events, input) = AsyncStream<SupervisorMachine.Event>.makeStream()
+        self.initial = SupervisorMachine(programs: file.programs, stopDeadline: options.stopDeadline, now: .now)
+        statuses = initial.statuses
+        (newRuns, follow) = AsyncStream.makeStream()
+        (stopped, stop) = AsyncStream.makeStream()
     }
 
     /// Runs the set until SIGTERM or SIGINT, then stops it.
@@ -83,35 +89,25 @@ public actor Supervisor {
         let commands = try await bus.serve(endpoint: ComposeCommands.endpoint)
         let dispatcher = controlCommands(bus: bus)
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
-        let input = self.input
+        let (driver, initial, newRuns, stopped) = (self.driver, self.initial, self.newRuns, self.stopped)
 
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await Self.forwardReadiness(beats, to: input) }
+            group.addTask { await driver.run(initial, perform: { await self.carryOut($0) }, observe: { await self.observed($0) }) }
+            group.addTask { await Self.forwardReadiness(beats, to: driver) }
             group.addTask { await dispatcher.run(commands) }
             group.addTask {
                 for await signal in signals {
                     await self.log("received \(signal): stopping the set")
-                    input.yield(.stopRequested)
+                    driver.send(.stopRequested)
                 }
             }
-            var timer: (due: ContinuousClock.Instant, task: Task<Void, Never>)?
-            input.yield(.begin)
-            for await event in events {
-                handle(event)
-                for run in newRuns { group.addTask { await self.follow(run.name, run.process) } }
-                newRuns.removeAll()
-                if statuses != written { writeState() }
-                if finished { break }
-                // One timer, for the machine's next deadline.
-                let due = machine.nextDeadline
-                if due != timer?.due {
-                    timer?.task.cancel()
-                    timer = due.map { due in
-                        (due, Task { if (try? await Task.sleep(until: due)) != nil { input.yield(.timePassed) } })
-                    }
+            group.addTask {
+                await withDiscardingTaskGroup { runs in
+                    for await run in newRuns { runs.addTask { await self.follow(run.name, run.process) } }
                 }
             }
-            timer?.task.cancel()
+            driver.send(.begin)
+            for await _ in stopped { break }
             group.cancelAll()
         }
         await bus.close()
@@ -119,21 +115,29 @@ public actor Supervisor {
         withExtendedLifetime(lock) {}
     }
 
-    private var statuses: [ProgramStatus] { machine.statuses }
-
-    /// Feeds the machine and carries out what it decides.
-    private func handle(_ event: SupervisorMachine.Event) {
-        if case .exited(let name, let pid, _) = event, processes[name]?.pid == pid { processes[name] = nil }
-        for action in machine.handle(event, now: .now) {
-            switch action {
-            case .spawn(let name): spawn(name)
-            case .signal(let name, let pid, let signal):
-                if let process = processes[name], process.pid == pid { process.signalGroup(signal) }
-            case .checkConnections(let name, let pid): checkConnections(name, pid: pid)
-            case .log(let message): log(message)
-            case .finished: finished = true
-            }
+    /// Carries out one of the machine's actions.
+    private func carryOut(_ action: SupervisorMachine.Action) {
+        switch action {
+        case .spawn(let name): spawn(name)
+        case .signal(let name, let pid, let signal):
+            if let process = processes[name], process.pid == pid { process.signalGroup(signal) }
+        case .checkConnections(let name, let pid): checkConnections(name, pid: pid)
+        case .log(let message): log(message)
+        case .finished: finished = true
         }
+    }
+
+    /// After each round of events: the state file follows the statuses, and the set's end is said.
+    private func observed(_ machine: SupervisorMachine) {
+        statuses = machine.statuses
+        if statuses != written { writeState() }
+        if finished { stop.yield() }
+    }
+
+    /// A run exited: it is no longer the program's, and the machine hears of it.
+    private func exited(_ name: String, _ pid: Int32, status: ExitStatus) {
+        if processes[name]?.pid == pid { processes[name] = nil }
+        driver.send(.exited(name, pid: pid, status: status))
     }
 
     // MARK: Starting
@@ -161,12 +165,13 @@ public actor Supervisor {
                 executable: Self.locate(command[0], binaryDirectory: options.binaryDirectory), arguments: Array(command.dropFirst()),
                 environment: environment)
         } catch {
-            handle(.spawnFailed(name, reason: "\(error)"))
+            driver.send(.spawnFailed(name, reason: "\(error)"))
             return
         }
         processes[name] = process
-        newRuns.append((name, process))
-        handle(.spawned(name, pid: process.pid, at: Date()))
+        // Heard before anything the run does: its exit is followed only from here.
+        driver.send(.spawned(name, pid: process.pid, at: Date()))
+        follow.yield((name, process))
     }
 
     /// Copies a run's output to its log (and to standard output when attached) and reports its exit.
@@ -178,7 +183,7 @@ public actor Supervisor {
                 logFile.write(line)
                 if options.attached { output.write(name, line) }
             case .exited(let status):
-                input.yield(.exited(name, pid: process.pid, status: status))
+                await exited(name, process.pid, status: status)
             }
         }
     }
@@ -213,7 +218,7 @@ public actor Supervisor {
     /// Hands a restart to the machine; answers with the program as it is now.
     private func restart(_ name: String) throws -> ProgramStatus {
         guard let status = statuses.first(where: { $0.name == name }) else { throw unknownProgram(name) }
-        input.yield(.restartRequested(name))
+        driver.send(.restartRequested(name))
         return status
     }
 
@@ -235,13 +240,13 @@ public actor Supervisor {
     // MARK: Readiness
 
     /// Heartbeats and publications on readiness topics, as events for the machine.
-    private static func forwardReadiness(_ messages: BusSubscription, to input: AsyncStream<SupervisorMachine.Event>.Continuation) async {
+    private static func forwardReadiness(_ messages: BusSubscription, to driver: MachineDriver<SupervisorMachine, ContinuousClock>) async {
         for await message in messages {
             if message.topic == .heartbeat {
                 guard let beat = try? message.decode(Heartbeat.self) else { continue }
-                input.yield(.heartbeat(program: beat.program, pid: beat.pid))
+                driver.send(.heartbeat(program: beat.program, pid: beat.pid))
             } else if let pid = message.header.pid {
-                input.yield(.published(topic: message.topic.name, pid: pid))
+                driver.send(.published(topic: message.topic.name, pid: pid))
             }
         }
     }
@@ -251,9 +256,9 @@ public actor Supervisor {
         guard case .tcp(let template) = file.programs.first(where: { $0.name == name })?.ready,
             let address = try? ComposeFile.expand(template, variables: variables)
         else { return }
-        let input = self.input
+        let driver = self.driver
         Task.detached {
-            if Self.acceptsConnections(address) { input.yield(.acceptsConnections(name, pid: pid)) }
+            if Self.acceptsConnections(address) { driver.send(.acceptsConnections(name, pid: pid)) }
         }
     }
 

@@ -387,3 +387,7 @@ struct SupervisorMachine {
         change(&programs[index])
     }
 }
+
+extension SupervisorMachine: DrivenMachine {
+    static var timePassed: Event { .timePassed }
+}
