@@ -257,7 +257,8 @@ let package = Package(
             .testTarget(
                 name: "ConnectionManagerTests",
                 dependencies: [
-                    "ConnectionManager", "OpenClawWire", "TetherSchema", "TetherTesting", .product(name: "NIOCore", package: "swift-nio"),
+                    "ConnectionManager", "OpenClawWire", "TetherBus", "TetherSchema", "TetherService", "TetherTesting",
+                    .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 ],
                 path: "Tests/ConnectionManagerTests",

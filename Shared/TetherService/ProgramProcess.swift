@@ -1,6 +1,6 @@
 import CLinux
 import Synchronization
-import TetherBus
+public import TetherBus
 
 #if canImport(Glibc)
 import Glibc
@@ -26,8 +26,14 @@ public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a program could not be started.
-public struct ProgramStartError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+public typealias ProgramStartError = CodedError<ProgramStartErrorCode>
+
+/// What kept a program from starting.
+public enum ProgramStartErrorCode: String, ErrorCode {
+    /// No pipe for its output.
+    case pipe
+    /// The process could not be spawned (no such executable, no permission, no memory).
+    case spawn
 }
 
 /// One run of a program (a supervised Tether program, a helper such as dbus-monitor or
@@ -73,7 +79,7 @@ public final class ProgramProcess: Sendable {
     ) throws(ProgramStartError) {
         self.group = group
         var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else { throw ProgramStartError(description: "cannot make a pipe for \(executable): \(Self.errorText(errno))") }
+        guard pipe(&pipeEnds) == 0 else { throw ProgramStartError(.pipe, "cannot make a pipe for \(executable): \(Self.errorText(errno))") }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         // Neither end goes to a program started later (each spawn also closes all but 0-2).
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -116,7 +122,7 @@ public final class ProgramProcess: Sendable {
         close(writeEnd)
         guard result == 0 else {
             close(readEnd)
-            throw ProgramStartError(description: "cannot start \(executable): \(Self.errorText(result))")
+            throw ProgramStartError(.spawn, "cannot start \(executable): \(Self.errorText(result))")
         }
         self.pid = pid
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)

@@ -11,7 +11,7 @@ public enum CurveKeyFile {
         do {
             return try CurveKeyPair(secretKey: secret)
         } catch {
-            throw SecretFileError(description: "key file \(path): \(error)")
+            throw SecretFileError(.unusable, "key file \(path): \(error)")
         }
     }
 
@@ -20,7 +20,7 @@ public enum CurveKeyFile {
     public static func readOrCreate(_ path: String) throws -> (keys: CurveKeyPair, created: Bool) {
         guard !FileManager.default.fileExists(atPath: path) else { return (try read(path), false) }
         guard CurveKeyPair.isSupported else {
-            throw SecretFileError(description: "this libzmq was built without CURVE; a key cannot be made")
+            throw SecretFileError(.unsupported, "this libzmq was built without CURVE; a key cannot be made")
         }
         let keys = try CurveKeyPair.generate()
         try SecretFile.write(keys.secretKey, to: path)

@@ -1,18 +1,32 @@
 import FoundationEssentials
-import TetherBus
+public import TetherBus
 import TetherWire
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// An error reading a secret.
-public struct SecretFileError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+/// An error reading or keeping a secret.
+public typealias SecretFileError = CodedError<SecretFileErrorCode>
 
-    public init(description: String) {
-        self.description = description
-    }
+/// What went wrong with a secret.
+public enum SecretFileErrorCode: String, ErrorCode {
+    /// The file, or the variable, is not there or cannot be read.
+    case unreadable
+    /// Others may read or write the file: refused, as ssh refuses such a key.
+    case tooOpen
+    /// Not a regular file (or, where keys are kept, not a directory).
+    case wrongKind
+    /// There, but empty or not what it should hold.
+    case unusable
+    /// No source of the secret was given.
+    case notGiven
+    /// It could not be written.
+    case unwritable
+    /// The system's secret service cannot be asked, or has no such secret.
+    case secretService
+    /// This system cannot make such a secret (a libzmq without CURVE).
+    case unsupported
 }
 
 /// Reads secrets (tokens, keys) from files that only their owner can read.
@@ -23,25 +37,25 @@ public enum SecretFile {
     public static func read(_ path: String, kind: String = "token file") throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw SecretFileError(description: "cannot read \(kind) \(path): \(String(cString: strerror(errno)))")
+            throw SecretFileError(.unreadable, "cannot read \(kind) \(path): \(String(cString: strerror(errno)))")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw SecretFileError(description: "\(kind) \(path) is not a regular file")
+            throw SecretFileError(.wrongKind, "\(kind) \(path) is not a regular file")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw SecretFileError(
-                description: "\(kind) \(path) has permissions \(String(mode, radix: 8)): it must not be readable by others; run chmod 600 \(path)")
+                .tooOpen, "\(kind) \(path) has permissions \(String(mode, radix: 8)): it must not be readable by others; run chmod 600 \(path)")
         }
         let contents: String
         do {
             contents = try TextFile.read(path)
         } catch {
-            throw SecretFileError(description: "cannot read \(kind) \(path): \(error)")
+            throw SecretFileError(.unreadable, "cannot read \(kind) \(path): \(error)")
         }
         let token = contents.split(whereSeparator: \.isNewline).first.map(String.init)?.trimmingWhitespace() ?? ""
         guard !token.isEmpty else {
-            throw SecretFileError(description: "\(kind) \(path) is empty")
+            throw SecretFileError(.unusable, "\(kind) \(path) is empty")
         }
         return token
     }
@@ -50,7 +64,7 @@ public enum SecretFile {
     public static func token(file: String?, environmentVariable variable: String) throws -> String {
         if let file { return try read(file) }
         if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
-        throw SecretFileError(description: "no token: pass --token-file FILE (mode 0600) or set \(variable)")
+        throw SecretFileError(.notGiven, "no token: pass --token-file FILE (mode 0600) or set \(variable)")
     }
 
     /// A new random token: 32 random bytes as 64 hexadecimal digits.
@@ -63,7 +77,7 @@ public enum SecretFile {
         let temporary = path + ".tmp.\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw SecretFileError(description: "cannot create \(temporary): \(String(cString: strerror(errno)))")
+            throw SecretFileError(.unwritable, "cannot create \(temporary): \(String(cString: strerror(errno)))")
         }
         let line = secret + "\n"
         let written = line.withCString { Glibc.write(fd, $0, strlen($0)) }
@@ -71,7 +85,7 @@ public enum SecretFile {
         close(fd)
         guard written == line.utf8.count, synced == 0, rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw SecretFileError(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw SecretFileError(.unwritable, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

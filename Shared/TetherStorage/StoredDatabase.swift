@@ -1,5 +1,6 @@
 public import Foundation
 public import GRDB
+public import TetherBus
 public import TetherSchema
 
 /// Opening a program's SQLite file so that damage is found at start, set aside and said in
@@ -72,7 +73,7 @@ public enum StoredDatabase {
         }
         for extra in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + extra) {
             guard rename(path + extra, target + extra) == 0 else {
-                throw StorageError("cannot move the damaged \(path + extra) aside: \(String(cString: strerror(errno)))")
+                throw StorageError(.cannotSetAside, "cannot move the damaged \(path + extra) aside: \(String(cString: strerror(errno)))")
             }
         }
         return target
@@ -153,11 +154,11 @@ public enum StoredDatabase {
     }
 }
 
-/// A storage problem this module cannot get past, in words.
-public struct StorageError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+/// A storage problem this module cannot get past.
+public typealias StorageError = CodedError<StorageErrorCode>
 
-    public init(_ description: String) {
-        self.description = description
-    }
+/// What went wrong with a stored file.
+public enum StorageErrorCode: String, ErrorCode {
+    /// A damaged file could not be moved aside.
+    case cannotSetAside
 }

@@ -1,7 +1,9 @@
 import ConnectionManager
 import Foundation
 import Testing
+import TetherBus
 import TetherSchema
+import TetherService
 import TetherTesting
 
 @Suite struct CredentialSourceTests {
@@ -14,9 +16,34 @@ import TetherTesting
         #expect(identity.keyID == "file:\(path)")
         #expect(identity.user == "alice")
         #expect(identity.authMethod == "bearer-token")
-        await #expect(throws: (any Error).self) { try await CredentialSource.environment("TETHER_TEST_UNSET_VARIABLE").read() }
+        await #expect(throws: SecretFileError.self) { try await CredentialSource.environment("TETHER_TEST_UNSET_VARIABLE").read() }
         chmod(path, 0o640)
-        await #expect(throws: (any Error).self) { try await CredentialSource.file(path).read() }
+        await #expect(throws: SecretFileError.self) { try await CredentialSource.file(path).read() }
+    }
+
+    @Test func eachRefusalOfATokenFileCarriesItsCode() throws {
+        let run = try TestRunDirectory()
+        let path = run.path + "/token"
+        func code(_ path: String) -> SecretFileErrorCode? {
+            do {
+                _ = try SecretFile.read(path)
+                return nil
+            } catch {
+                return (error as? SecretFileError)?.code
+            }
+        }
+        #expect(code(run.path + "/absent") == .unreadable)
+        #expect(code(run.path) == .wrongKind)
+        try SecretFileWriter.write("  ", to: path)
+        #expect(code(path) == .unusable)
+        try SecretFileWriter.write("secret", to: path)
+        chmod(path, 0o644)
+        #expect(code(path) == .tooOpen)
+        chmod(path, 0o600)
+        #expect(code(path) == nil)
+        #expect(throws: SecretFileError(.notGiven, "no token: pass --token-file FILE (mode 0600) or set TETHER_TEST_UNSET_VARIABLE")) {
+            try SecretFile.token(file: nil, environmentVariable: "TETHER_TEST_UNSET_VARIABLE")
+        }
     }
 
     /// The secret service through `secret-tool`, here a stand-in script that answers like the

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import TetherBus
+public import TetherBus
 import TetherWire
 
 /// The public keys of the programs allowed on a `tcp://` bus: a file with one key a line,
@@ -17,7 +17,7 @@ public struct AllowedKeys: Sendable, Equatable {
             let fields = trimmed.split(separator: " ", maxSplits: 1)
             let key = String(fields[0])
             guard CurveKey.isValid(key) else {
-                throw AllowedKeysError(description: "\(source):\(index + 1): '\(key)' is not a CURVE public key (40 Z85 characters)")
+                throw AllowedKeysError(.invalidKey, "\(source):\(index + 1): '\(key)' is not a CURVE public key (40 Z85 characters)")
             }
             names[key] = fields.count > 1 ? fields[1].trimmingWhitespace() : ""
         }
@@ -29,7 +29,7 @@ public struct AllowedKeys: Sendable, Equatable {
         do {
             text = try TextFile.read(path)
         } catch {
-            throw AllowedKeysError(description: "cannot read the allow-list \(path): \(error)")
+            throw AllowedKeysError(.unreadable, "cannot read the allow-list \(path): \(error)")
         }
         return try AllowedKeys(parsing: text, source: path)
     }
@@ -41,6 +41,12 @@ public struct AllowedKeys: Sendable, Equatable {
 }
 
 /// An allow-list that cannot be read or parsed.
-public struct AllowedKeysError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+public typealias AllowedKeysError = CodedError<AllowedKeysErrorCode>
+
+/// What is wrong with an allow-list.
+public enum AllowedKeysErrorCode: String, ErrorCode {
+    /// A line is not a CURVE public key.
+    case invalidKey
+    /// The file cannot be read.
+    case unreadable
 }

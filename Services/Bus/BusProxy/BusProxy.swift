@@ -156,7 +156,7 @@ final class ProxyThread: Sendable {
             let backend = zmq_socket(context, ZMQ_XPUB),
             let control = zmq_socket(context, ZMQ_PAIR)
         else {
-            ready.resume(returning: .failure(ProxyError("zmq_socket failed: \(String(cString: zmq_strerror(zmq_errno())))")))
+            ready.resume(returning: .failure(ProxyError(.socket, "zmq_socket failed: \(String(cString: zmq_strerror(zmq_errno())))")))
             return
         }
         defer {
@@ -182,7 +182,7 @@ final class ProxyThread: Sendable {
         func bind(_ bindings: [(UnsafeMutableRawPointer, String)]) -> Bool {
             for (socket, endpoint) in bindings where zmq_bind(socket, endpoint) != 0 {
                 let message = String(cString: zmq_strerror(zmq_errno()))
-                ready.resume(returning: .failure(ProxyError("cannot bind \(endpoint): \(message)")))
+                ready.resume(returning: .failure(ProxyError(.bind, "cannot bind \(endpoint): \(message)")))
                 return false
             }
             return true
@@ -207,10 +207,14 @@ final class ProxyThread: Sendable {
 }
 
 /// An error starting the proxy.
-public struct ProxyError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+public typealias ProxyError = CodedError<ProxyErrorCode>
 
-    init(_ description: String) {
-        self.description = description
-    }
+/// What kept the proxy from starting.
+public enum ProxyErrorCode: String, ErrorCode {
+    /// libzmq made no socket.
+    case socket
+    /// An endpoint could not be bound (in use, or a path that cannot be made).
+    case bind
+    /// The command relay could not start.
+    case relay
 }

@@ -125,7 +125,7 @@ final class CommandRelay: Sendable {
                 dealers.append((name, dealer))
             }
         } catch {
-            ready.resume(returning: .failure(ProxyError("the command relay cannot start: \(error)")))
+            ready.resume(returning: .failure(ProxyError(.relay, "the command relay cannot start: \(error)")))
             return
         }
         ready.resume(returning: .success(()))

@@ -127,14 +127,14 @@ public struct ComposeControl: Sendable {
             }
             return false
         }
-        guard restarted else { throw ComposeError("\(name) is not running and ready again after \(timeout); see the logs command") }
+        guard restarted else { throw ComposeError(.notReady, "\(name) is not running and ready again after \(timeout); see the logs command") }
         return await table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
     }
 
     /// Throws when no supervisor runs here.
     private func runningSupervisor() throws {
         guard let state = paths.readState(), supervisorIsRunning(state) else {
-            throw ComposeError("no set is running in \(paths.directory)")
+            throw ComposeError(.notRunning, "no set is running in \(paths.directory)")
         }
     }
 
@@ -158,9 +158,9 @@ public struct ComposeControl: Sendable {
         do {
             return try await bus.request(command, request, timeout: timeout, attempts: 1)
         } catch {
-            if let refusal = error.refusal { throw ComposeError(refusal) }
-            if error.wentUnanswered { throw ComposeError("the supervisor did not answer within \(timeout) (\(ComposeCommands.endpoint))") }
-            throw ComposeError("\(error)")
+            if let refusal = error.refusal { throw ComposeError(.supervisor, refusal) }
+            if error.wentUnanswered { throw ComposeError(.supervisor, "the supervisor did not answer within \(timeout) (\(ComposeCommands.endpoint))") }
+            throw ComposeError(.supervisor, "\(error)")
         }
     }
 
@@ -202,7 +202,7 @@ public struct ComposeControl: Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw ComposeError("cannot start \(executable): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else { throw ComposeError(.cannotStart, "cannot start \(executable): \(String(cString: strerror(rc)))") }
         return pid
     }
 }

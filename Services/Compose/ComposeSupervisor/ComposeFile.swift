@@ -1,4 +1,5 @@
 import Foundation
+public import TetherBus
 import Yams
 
 /// A compose file: the programs of a set, in start order.
@@ -44,13 +45,13 @@ public struct ComposeFile: Decodable, Sendable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw ComposeError("cannot read compose file \(path): \(error.localizedDescription)")
+            throw ComposeError(.invalidFile, "cannot read compose file \(path): \(error.localizedDescription)")
         }
         let file: ComposeFile
         do {
             file = try YAMLDecoder().decode(ComposeFile.self, from: text)
         } catch {
-            throw ComposeError("compose file \(path) is not valid: \(error)")
+            throw ComposeError(.invalidFile, "compose file \(path) is not valid: \(error)")
         }
         try file.validate(path: path)
         return file
@@ -59,11 +60,11 @@ public struct ComposeFile: Decodable, Sendable {
     func validate(path: String) throws {
         var seen: Set<String> = []
         for program in programs {
-            guard !program.command.isEmpty else { throw ComposeError("\(path): program '\(program.name)' has an empty command") }
+            guard !program.command.isEmpty else { throw ComposeError(.invalidFile, "\(path): program '\(program.name)' has an empty command") }
             for dependency in program.dependsOn where !seen.contains(dependency) {
-                throw ComposeError("\(path): program '\(program.name)' depends on '\(dependency)', which is not listed before it")
+                throw ComposeError(.invalidFile, "\(path): program '\(program.name)' depends on '\(dependency)', which is not listed before it")
             }
-            guard seen.insert(program.name).inserted else { throw ComposeError("\(path): program '\(program.name)' is listed twice") }
+            guard seen.insert(program.name).inserted else { throw ComposeError(.invalidFile, "\(path): program '\(program.name)' is listed twice") }
         }
     }
 
@@ -74,7 +75,7 @@ public struct ComposeFile: Decodable, Sendable {
         while let start = rest.range(of: "${") {
             result += rest[..<start.lowerBound]
             guard let end = rest[start.upperBound...].firstIndex(of: "}") else {
-                throw ComposeError("unclosed ${ in '\(text)'")
+                throw ComposeError(.invalidFile, "unclosed ${ in '\(text)'")
             }
             let expression = rest[start.upperBound..<end]
             let parts = expression.split(separator: ":-", maxSplits: 1, omittingEmptySubsequences: false)
@@ -84,7 +85,7 @@ public struct ComposeFile: Decodable, Sendable {
             } else if parts.count == 2 {
                 result += parts[1]
             } else {
-                throw ComposeError("variable \(name) is not set (in '\(text)')")
+                throw ComposeError(.invalidFile, "variable \(name) is not set (in '\(text)')")
             }
             rest = rest[rest.index(after: end)...]
         }
@@ -201,11 +202,23 @@ public enum Readiness: Sendable, Equatable {
     }
 }
 
-/// A compose error, in words.
-public struct ComposeError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+/// A compose error.
+public typealias ComposeError = CodedError<ComposeErrorCode>
 
-    public init(_ description: String) {
-        self.description = description
-    }
+/// What went wrong in compose.
+public enum ComposeErrorCode: String, ErrorCode {
+    /// The compose file cannot be read, is not valid, or names a variable not set.
+    case invalidFile
+    /// A set is already running in the run directory.
+    case alreadyRunning
+    /// No set is running in the run directory.
+    case notRunning
+    /// The set, or a program restarted, was not ready in time.
+    case notReady
+    /// What was asked for is not there (a program's log).
+    case notFound
+    /// The supervisor did not answer, or refused what was asked.
+    case supervisor
+    /// A process could not be started.
+    case cannotStart
 }

@@ -70,7 +70,7 @@ struct Up: AsyncParsableCommand {
         try runDirectory.prepare()
         let control = ComposeControl(runDirectory: runDirectory.path)
         if let state = control.paths.readState(), control.supervisorIsRunning(state) {
-            throw ComposeError("a set is already running in \(runDirectory.path) (supervisor pid \(state.supervisorPID)); stop it with down")
+            throw ComposeError(.alreadyRunning, "a set is already running in \(runDirectory.path) (supervisor pid \(state.supervisorPID)); stop it with down")
         }
         try FileManager.default.createDirectory(atPath: control.paths.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try? FileManager.default.removeItem(atPath: control.paths.state)
@@ -88,7 +88,7 @@ struct Up: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(100))
         }
         print(await control.table())
-        throw ComposeError("the set is not ready after \(readyTimeout) s; see \(control.paths.supervisorLog) and the logs command")
+        throw ComposeError(.notReady, "the set is not ready after \(readyTimeout) s; see \(control.paths.supervisorLog) and the logs command")
     }
 }
 
@@ -139,7 +139,7 @@ struct Logs: AsyncParsableCommand {
         let paths = ComposePaths(runDirectory: set.resolved.path)
         let path = name == "compose" ? paths.supervisorLog : paths.log(name)
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ComposeError("no log for '\(name)' at \(path)")
+            throw ComposeError(.notFound, "no log for '\(name)' at \(path)")
         }
         while true {
             let data = handle.readDataToEndOfFile()

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import TetherBus
 public import TetherSchema
 import TetherService
 import TetherWire
@@ -21,7 +22,7 @@ public enum CredentialSource: Sendable, Equatable {
             return try SecretFile.read(path)
         case .environment(let name):
             guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-                throw SecretFileError(description: "the environment variable \(name) holding the token is not set")
+                throw SecretFileError(.unreadable, "the environment variable \(name) holding the token is not set")
             }
             return value
         case .secretService(let url, let tool):
@@ -49,17 +50,18 @@ enum SecretService {
         do {
             result = try await ProgramProcess.output(of: "/usr/bin/env", arguments: arguments, environment: ProcessInfo.processInfo.environment)
         } catch {
-            throw SecretFileError(description: "cannot run secret-tool to read the token from the secret service: \(error)")
+            throw SecretFileError(.secretService, "cannot run secret-tool to read the token from the secret service: \(error)")
         }
         // 127: env found no such program; saying the secret service has no token would be untrue.
         guard result.status != .exited(127) else {
-            throw SecretFileError(description: "\(tool) is not installed (Debian's libsecret-tools has it): the token cannot be read from the secret service")
+            throw SecretFileError(
+                .secretService, "\(tool) is not installed (Debian's libsecret-tools has it): the token cannot be read from the secret service")
         }
         let token = result.output.trimmingWhitespace()
         guard result.status == .exited(0), !token.isEmpty else {
             throw SecretFileError(
-                description:
-                    "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store"
+                .secretService,
+                "the secret service has no token for \(attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); store one with secret-tool store"
             )
         }
         return token

@@ -6,6 +6,7 @@ import TetherWire
 
 #if canImport(Glibc)
 import Glibc
+import TetherBus
 #endif
 
 /// Where connd keeps its OpenClaw device key and the device tokens gateways issued to it:
@@ -41,8 +42,8 @@ public struct DeviceKeyStore: Sendable {
             let encoded = try SecretFile.read(keyPath, kind: "device key file")
             guard let raw = Base64URL.decode(encoded), let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
                 throw SecretFileError(
-                    description:
-                        "device key file \(keyPath) does not hold an Ed25519 key; move it away to make a new one (the device then needs approving again)")
+                    .unusable,
+                    "device key file \(keyPath) does not hold an Ed25519 key; move it away to make a new one (the device then needs approving again)")
             }
             return DeviceIdentity(privateKey: key)
         }
@@ -71,7 +72,7 @@ public struct DeviceKeyStore: Sendable {
     private func makeDirectory() throws {
         var info = stat()
         if stat(directory, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFDIR else { throw SecretFileError(description: "\(directory) is not a directory") }
+            guard info.st_mode & S_IFMT == S_IFDIR else { throw SecretFileError(.wrongKind, "\(directory) is not a directory") }
             return
         }
         // Each missing folder on the way, as `mkdir -p -m 700` makes them.
@@ -79,7 +80,7 @@ public struct DeviceKeyStore: Sendable {
         for component in directory.split(separator: "/") {
             path += "/" + component
             guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-                throw SecretFileError(description: "cannot create \(path) for the device key: \(String(cString: strerror(errno)))")
+                throw SecretFileError(.unwritable, "cannot create \(path) for the device key: \(String(cString: strerror(errno)))")
             }
         }
     }

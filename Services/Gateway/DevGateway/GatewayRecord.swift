@@ -1,4 +1,5 @@
 public import Foundation
+public import TetherBus
 import TetherWire
 
 /// One chat message as the gateway received it.
@@ -39,7 +40,7 @@ actor GatewayRecord {
             }
             if !FileManager.default.fileExists(atPath: path) {
                 guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw GatewayError("cannot create the record file \(path)")
+                    throw GatewayError(.recordFile, "cannot create the record file \(path)")
                 }
             }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
@@ -84,10 +85,10 @@ extension JSONEncoder {
 }
 
 /// An error starting the gateway.
-public struct GatewayError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+public typealias GatewayError = CodedError<GatewayErrorCode>
 
-    public init(_ description: String) {
-        self.description = description
-    }
+/// What kept the development gateway from starting.
+public enum GatewayErrorCode: String, ErrorCode {
+    /// Its record of messages could not be created.
+    case recordFile
 }

@@ -21,7 +21,7 @@ final class RouteEvents: Sendable {
     /// Opens and binds the socket; throws when rtnetlink is not available.
     init() throws {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_ROUTE)
-        guard fd >= 0 else { throw RouteEventsError("cannot open an rtnetlink socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw RouteEventsError(.rtnetlink, "cannot open an rtnetlink socket: \(String(cString: strerror(errno)))") }
         var address = sockaddr_nl()
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_groups = tether_rtnetlink_groups()
@@ -31,13 +31,13 @@ final class RouteEvents: Sendable {
         guard bound == 0 else {
             let message = String(cString: strerror(errno))
             close(fd)
-            throw RouteEventsError("cannot subscribe to rtnetlink: \(message)")
+            throw RouteEventsError(.rtnetlink, "cannot subscribe to rtnetlink: \(message)")
         }
         // stop() writes to an eventfd: the reader waits on both, so it wakes only for the kernel or to stop.
         guard let wake = StopSignal() else {
             let message = String(cString: strerror(errno))
             close(fd)
-            throw RouteEventsError("cannot make an eventfd: \(message)")
+            throw RouteEventsError(.eventfd, "cannot make an eventfd: \(message)")
         }
         stopSignal = wake
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -96,10 +96,13 @@ private final class StopSignal: Sendable {
     }
 }
 
-struct RouteEventsError: Error, CustomStringConvertible {
-    let description: String
+/// Why the kernel's route events cannot be followed (then the tables are read every second).
+typealias RouteEventsError = CodedError<RouteEventsErrorCode>
 
-    init(_ description: String) {
-        self.description = description
-    }
+/// What kept the route events from being followed.
+enum RouteEventsErrorCode: String, ErrorCode {
+    /// No rtnetlink socket, or no subscription to its groups.
+    case rtnetlink
+    /// No eventfd to stop the reader with.
+    case eventfd
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import TetherBus
 public import TetherSchema
 
 /// One line of a tap recording (`tether-tap --record`, also what `--json` prints):
@@ -41,11 +42,11 @@ public struct RecordedMessage: Sendable, Equatable {
     /// that is neither.
     public static func parse(_ line: Substring, lineNumber: Int) throws -> RecordedMessage? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-            throw RecordingError("line \(lineNumber) is not a JSON object")
+            throw RecordingError(.invalidLine, "line \(lineNumber) is not a JSON object")
         }
         if object["note"] != nil { return nil }
         guard let topic = object["topic"] as? String, let headerObject = object["header"], let bodyObject = object["body"] else {
-            throw RecordingError("line \(lineNumber) lacks topic, header or body")
+            throw RecordingError(.invalidLine, "line \(lineNumber) lacks topic, header or body")
         }
         let at = (object["at"] as? NSNumber)?.doubleValue ?? 0
         let header: BusHeader
@@ -53,7 +54,7 @@ public struct RecordedMessage: Sendable, Equatable {
             let headerData = try JSONSerialization.data(withJSONObject: headerObject)
             header = try BusHeader(jsonBytes: Array(headerData))
         } catch {
-            throw RecordingError("line \(lineNumber): the header is not a bus header: \(error)")
+            throw RecordingError(.invalidHeader, "line \(lineNumber): the header is not a bus header: \(error)")
         }
         let body: Data
         if let text = bodyObject as? String {
@@ -71,7 +72,7 @@ public struct RecordedMessage: Sendable, Equatable {
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            throw RecordingError("cannot read the recording \(path): \(error.localizedDescription)")
+            throw RecordingError(.unreadable, "cannot read the recording \(path): \(error.localizedDescription)")
         }
         var messages: [RecordedMessage] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
@@ -81,11 +82,15 @@ public struct RecordedMessage: Sendable, Equatable {
     }
 }
 
-/// A recording that cannot be replayed, in words.
-public struct RecordingError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+/// A recording that cannot be replayed.
+public typealias RecordingError = CodedError<RecordingErrorCode>
 
-    public init(_ description: String) {
-        self.description = description
-    }
+/// What is wrong with a recording.
+public enum RecordingErrorCode: String, ErrorCode {
+    /// A line is not a JSON object, or lacks the topic, header or body.
+    case invalidLine
+    /// A line's header is not a bus header.
+    case invalidHeader
+    /// The file cannot be read.
+    case unreadable
 }

@@ -107,7 +107,7 @@ public enum WebServer {
     /// A file of the page, from the library's resources.
     static func asset(_ name: String) throws -> String {
         guard let url = Bundle.module.url(forResource: name, withExtension: nil) else {
-            throw WebError("\(name) is missing from tether-web's resources")
+            throw WebError(.missingResource, "\(name) is missing from tether-web's resources")
         }
         return try String(contentsOf: url, encoding: .utf8)
     }
@@ -194,11 +194,11 @@ final class LatestConnection: Sendable {
     }
 }
 
-/// A problem tether-web cannot get past, in words.
-public struct WebError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+/// A problem tether-web cannot get past.
+public typealias WebError = CodedError<WebErrorCode>
 
-    public init(_ description: String) {
-        self.description = description
-    }
+/// What tether-web cannot get past.
+public enum WebErrorCode: String, ErrorCode {
+    /// A file of the page is missing from its resources.
+    case missingResource
 }
