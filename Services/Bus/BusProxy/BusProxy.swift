@@ -164,21 +164,26 @@ final class ProxyThread: Sendable {
             zmq_close(backend)
             zmq_close(control)
         }
-        func set(_ socket: UnsafeMutableRawPointer, _ option: Int32, _ value: Int32) {
-            var value = value
-            zmq_setsockopt(socket, option, &value, MemoryLayout<Int32>.size)
+        /// Whether libzmq took an option; a refusal fails the start, in words.
+        func took(_ result: Int32, _ what: String) -> Bool {
+            guard result != 0 else { return true }
+            ready.resume(returning: .failure(ProxyError(.option, "cannot set \(what): \(String(cString: zmq_strerror(zmq_errno())))")))
+            return false
         }
-        set(frontend, ZMQ_RCVHWM, 100_000)
-        set(frontend, ZMQ_SNDHWM, 100_000)
+        func set(_ socket: UnsafeMutableRawPointer, _ option: Int32, _ value: Int32) -> Int32 {
+            var value = value
+            return zmq_setsockopt(socket, option, &value, MemoryLayout<Int32>.size)
+        }
         // A publisher that sends more than any valid message is cut off rather than let through.
         var maximumMessageSize = Int64(BusSchema.maximumBodySize + 64 * 1024)
-        zmq_setsockopt(frontend, ZMQ_MAXMSGSIZE, &maximumMessageSize, MemoryLayout<Int64>.size)
-        set(backend, ZMQ_SNDHWM, 100_000)
-        set(backend, ZMQ_RCVHWM, 100_000)
-        set(backend, ZMQ_XPUB_VERBOSE, 1)
-        set(frontend, ZMQ_LINGER, 0)
-        set(backend, ZMQ_LINGER, 0)
-        set(control, ZMQ_LINGER, 0)
+        let options: [(Int32, String)] = [
+            (set(frontend, ZMQ_RCVHWM, 100_000), "bus.in's receive limit"), (set(frontend, ZMQ_SNDHWM, 100_000), "bus.in's send limit"),
+            (zmq_setsockopt(frontend, ZMQ_MAXMSGSIZE, &maximumMessageSize, MemoryLayout<Int64>.size), "bus.in's largest message"),
+            (set(backend, ZMQ_SNDHWM, 100_000), "bus.out's send limit"), (set(backend, ZMQ_RCVHWM, 100_000), "bus.out's receive limit"),
+            (set(backend, ZMQ_XPUB_VERBOSE, 1), "bus.out's verbose subscriptions"), (set(frontend, ZMQ_LINGER, 0), "bus.in's linger"),
+            (set(backend, ZMQ_LINGER, 0), "bus.out's linger"), (set(control, ZMQ_LINGER, 0), "the control socket's linger"),
+        ]
+        guard options.allSatisfy({ took($0.0, $0.1) }) else { return }
         func bind(_ bindings: [(UnsafeMutableRawPointer, String)]) -> Bool {
             for (socket, endpoint) in bindings where zmq_bind(socket, endpoint) != 0 {
                 let message = String(cString: zmq_strerror(zmq_errno()))
@@ -192,9 +197,10 @@ final class ProxyThread: Sendable {
             // libzmq takes a socket's options at each bind: the ipc endpoints bound above stay
             // as they are, those bound after these options are CURVE servers.
             for socket in [frontend, backend] {
-                set(socket, ZMQ_CURVE_SERVER, 1)
-                zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, tcp.secretKey, tcp.secretKey.utf8.count)
-                zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, "tether", 6)
+                guard took(set(socket, ZMQ_CURVE_SERVER, 1), "the CURVE server option"),
+                    took(zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, tcp.secretKey, tcp.secretKey.utf8.count), "the bus's secret key"),
+                    took(zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, "tether", 6), "the ZAP domain")
+                else { return }
             }
             guard bind([(frontend, tcp.busIn), (backend, tcp.busOut)]) else { return }
         }
@@ -213,6 +219,8 @@ public typealias ProxyError = CodedError<ProxyErrorCode>
 public enum ProxyErrorCode: String, ErrorCode {
     /// libzmq made no socket.
     case socket
+    /// libzmq refused a socket option.
+    case option
     /// An endpoint could not be bound (in use, or a path that cannot be made).
     case bind
     /// The command relay could not start.
