@@ -124,7 +124,7 @@ import TetherWire
         } else {
             _ = driver.tick(at: 2.5)  // no answer within the probe deadline: a seed-only peer
         }
-        #expect(driver.machine.gatewayResumes == resuming)
+        #expect(driver.machine.resumeSupport == (resuming ? .resumes : .replaysNothing))
         return driver
     }
 
@@ -554,7 +554,7 @@ import TetherWire
         // After a tick nothing is still due: protod never spins on a deadline it will not act on.
         let deadline = driver.machine.nextDeadline
         #expect(deadline.map { $0 > Self.at(driver.now) } ?? true, "a tick left \(String(describing: deadline)) due")
-        if driver.machine.gatewayResumes != true {
+        if driver.machine.resumeSupport != .resumes {
             for (connection, ids) in driver.written {
                 #expect(Set(ids).count == ids.count, "written twice on \(connection): \(ids)")
             }

@@ -12,7 +12,7 @@ extension DeliveryStateMachine {
         connection = nil
         if case .openClaw = ended.dialect { return openClawConnectionEnded(now: now, into: &actions) }
         // Without a gateway that resumes, what a reply still lacked is gone with the connection.
-        guard gatewayResumes != true else { return }
+        guard resumeSupport != .resumes else { return }
         for id in openStreamsInOrder {
             cut(id, why: "the connection ended before the reply was complete", now: now, into: &actions)
         }
@@ -32,8 +32,8 @@ extension DeliveryStateMachine {
                 on: open.epoch, into: &actions)
         }
         // A gateway that has not answered session.resume in time does not know it.
-        if gatewayResumes == nil, let asked = open.resumeAskedAt, now >= asked.addingTimeInterval(settings.probeDeadline) {
-            gatewayResumes = false
+        if resumeSupport == .unknown, let asked = open.resumeAskedAt, now >= asked.addingTimeInterval(settings.probeDeadline) {
+            resumeSupport = .replaysNothing
             open.resumeAskedAt = nil
         }
         connection = open
@@ -44,15 +44,15 @@ extension DeliveryStateMachine {
         // written twice on it.
         let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
         if !uncertain.isEmpty {
-            switch gatewayResumes {
-            case true?:
+            switch resumeSupport {
+            case .resumes:
                 for index in uncertain {
                     pending[index].writtenOn = nil
                     pending[index].restored = false
                 }
-            case false?:
+            case .replaysNothing:
                 return replace(reason: "frames to or from the gateway may have been lost in the bus", into: &actions)
-            case nil:
+            case .unknown:
                 return  // until the gateway says whether it resumes
             }
         }
@@ -95,7 +95,7 @@ extension DeliveryStateMachine {
     /// (a pong or any frame), unless the gateway drops repeats: a connection that is as
     /// silent as the last one would only add a copy the gateway may read later.
     mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
-        if !open.verified, gatewayResumes != true, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
+        if !open.verified, resumeSupport != .resumes, pending.contains(where: { $0.everWritten && $0.writtenOn != open.id }) {
             return startProbe(now: now, force: true, into: &actions)
         }
         if case .openClaw(let link) = open.dialect {

@@ -35,7 +35,7 @@ extension DeliveryStateMachine {
 
     mutating func openClawConnectionUp(now: Date, into actions: inout [Action]) {
         // A gateway that does not replay: frames are never resumed, runs are recovered from history.
-        gatewayResumes = false
+        resumeSupport = .replaysNothing
     }
 
     /// The connection ended: partial replies can no longer be trusted to continue where they

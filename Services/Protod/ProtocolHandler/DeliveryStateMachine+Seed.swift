@@ -76,7 +76,7 @@ extension DeliveryStateMachine {
 
     /// The gateway answered a resume: it replays and drops repeated ids. A new session means it restarted.
     mutating func resumed(_ answer: SessionResumed, now: Date, into actions: inout [Action]) {
-        gatewayResumes = true
+        resumeSupport = .resumes
         connection?.resumeAskedAt = nil
         if answer.sessionID != session.sessionID {
             session = SessionPoint(sessionID: answer.sessionID, lastSequence: answer.lastSequence)

@@ -80,3 +80,13 @@ extension DeliveryStateMachine {
         case openClaw(OpenClawLink)
     }
 }
+
+/// What a gateway does with `session.resume` (a Tether addition to the seeds' JSON).
+public enum ResumeSupport: Sendable, Equatable {
+    /// Not known yet: what may have been lost is not written again until it is.
+    case unknown
+    /// It answers: it replays what was missed and drops repeated message ids.
+    case resumes
+    /// It does not: a gateway of the seeds' JSON alone, or OpenClaw (which history lookups serve instead).
+    case replaysNothing
+}

@@ -118,9 +118,8 @@ public struct DeliveryStateMachine: Sendable {
     var wireHeard = false
     /// When the bus path to connd last dropped: frames written on the connection before it may be lost.
     var wireLostAt: Date?
-    /// Whether the gateway answers `session.resume` (and so replays what was missed and drops
-    /// repeated message ids), as learnt on the latest connection that told; nil: not known.
-    public internal(set) var gatewayResumes: Bool?
+    /// What the gateway does with `session.resume`, as learnt on the latest connection that told.
+    public internal(set) var resumeSupport = ResumeSupport.unknown
     var session = SessionPoint(sessionID: nil, lastSequence: 0)
     private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
     private var sessionSavedAt = Date.distantPast
@@ -210,10 +209,10 @@ public struct DeliveryStateMachine: Sendable {
         if let connection, wireHeard, !connection.replacing, case .openClaw(let link) = connection.dialect {
             deadlines += openClawDeadlines(connection, link)
         } else if let connection, wireHeard, !connection.replacing {
-            if gatewayResumes == nil, let asked = connection.resumeAskedAt {
+            if resumeSupport == .unknown, let asked = connection.resumeAskedAt {
                 deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
             }
-            let waitingForCapability = gatewayResumes == nil && pending.contains { $0.writtenOn == connection.id && isUncertain($0) }
+            let waitingForCapability = resumeSupport == .unknown && pending.contains { $0.writtenOn == connection.id && isUncertain($0) }
             if !waitingForCapability {
                 if let probe = connection.probeDeadline { deadlines.append(probe) }
                 for message in pending where message.writtenOn == connection.id {
