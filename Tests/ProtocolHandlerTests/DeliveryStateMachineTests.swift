@@ -81,7 +81,7 @@ import TetherWire
     }
 
     static func outboxMessage(
-        _ id: String, sequence: Int, status: OutboxMessage.Status = .queued, strategy: DeliveryStrategy = .queued, kind: String? = nil,
+        _ id: String, sequence: Int, status: DeliveryStatus = .queued, strategy: DeliveryStrategy = .queued, kind: String? = nil,
         createdAt seconds: Double = 0, sentConnection: String? = nil
     ) -> OutboxMessage {
         OutboxMessage(

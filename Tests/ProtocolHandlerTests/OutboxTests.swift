@@ -1,6 +1,7 @@
 import Foundation
 import ProtocolHandler
 import Testing
+import TetherSchema
 import TetherTesting
 import TetherWire
 

@@ -71,7 +71,7 @@ public struct DeliveryStateMachine: Sendable {
         /// Record the gateway's acknowledgement in the outbox.
         case persistDelivered(id: String)
         /// End these messages in the outbox with a final status, before saying so.
-        case persistFinal(ids: [String], status: OutboxMessage.Status)
+        case persistFinal(ids: [String], status: DeliveryStatus)
         /// Put a delivered message back in the outbox, to be written again: the gateway lost it.
         case persistRequeued(id: String)
         /// Record in the outbox that the gateway holds a message in its queue (OpenClaw).
@@ -424,7 +424,7 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Ends pending messages with a final status: persisted first, then said.
     mutating func settle(
-        _ ids: [String], as status: OutboxMessage.Status, into actions: inout [Action], detail: (Pending) -> String
+        _ ids: [String], as status: DeliveryStatus, into actions: inout [Action], detail: (Pending) -> String
     ) {
         let ending = pending.filter { ids.contains($0.id) }
         guard !ending.isEmpty else { return }
@@ -433,7 +433,7 @@ public struct DeliveryStateMachine: Sendable {
         if status == .failed { awaitingReply.removeAll { id in ending.contains { $0.messageID == id } } }
         actions.append(.persistFinal(ids: ending.map(\.id), status: status))
         for message in ending {
-            let update = DeliveryUpdate(id: message.messageID, status: DeliveryStatus(status), detail: detail(message))
+            let update = DeliveryUpdate(id: message.messageID, status: status, detail: detail(message))
             actions.append(.publishDelivery(update))
             if update.status != .delivered {
                 undelivered[update.status.rawValue, default: 0] += 1
@@ -449,20 +449,6 @@ public struct DeliveryStateMachine: Sendable {
         guard !expired.isEmpty else { return }
         let expiry = settings.expiry
         settle(expired, as: .expired, into: &actions) { _ in "not delivered within \(Self.words(expiry)): it was never sent" }
-    }
-}
-
-extension DeliveryStatus {
-    init(_ status: OutboxMessage.Status) {
-        switch status {
-        case .queued: self = .queued
-        case .sent: self = .sent
-        case .accepted: self = .accepted
-        case .delivered: self = .delivered
-        case .failed: self = .failed
-        case .expired: self = .expired
-        case .cancelled: self = .cancelled
-        }
     }
 }
 

@@ -8,25 +8,15 @@ public import TetherWire
 public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "outbox"
 
-    public enum Status: String, Codable, Sendable {
-        case queued
-        case sent
-        /// OpenClaw: the gateway answered for it and holds it in memory, in a busy session's
-        /// queue; not stored yet.
-        case accepted
-        case delivered
-        case failed
-        case expired
-        case cancelled
-    }
-
     /// The front end's id for the message; it never changes, across retries and restarts.
     public var id: String
     /// The order messages were accepted in, from 1.
     public var sequence: Int
     public var content: String
     public var createdAt: Date
-    public var status: Status
+    /// Where it stands: queued, sent, accepted (OpenClaw: in the gateway's queue, in memory),
+    /// delivered, failed, expired or cancelled; never a reply's status.
+    public var status: DeliveryStatus
     /// How many times the message was written to the gateway.
     public var attempts: Int
     public var lastSentAt: Date?
@@ -51,7 +41,7 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public var acceptedAt: Date?
 
     public init(
-        id: String, sequence: Int, content: String, createdAt: Date, status: Status, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
+        id: String, sequence: Int, content: String, createdAt: Date, status: DeliveryStatus, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
         sentConnection: String?, strategy: String, kind: String?, retryAttempts: Int, retryDelayMilliseconds: Int, retryTimeoutMilliseconds: Int,
         timeouts: Int, session: String? = nil, acceptedAt: Date? = nil
     ) {
@@ -199,7 +189,7 @@ public struct Outbox: Sendable {
 
     /// Ends messages still pending with a final status; returns the ids it changed.
     @discardableResult
-    public func finish(_ ids: [String], as status: OutboxMessage.Status) async throws -> [String] {
+    public func finish(_ ids: [String], as status: DeliveryStatus) async throws -> [String] {
         try await database.write { db in
             var changed: [String] = []
             for id in ids {
@@ -215,7 +205,7 @@ public struct Outbox: Sendable {
     public func pending() async throws -> [OutboxMessage] {
         try await database.read { db in
             try OutboxMessage
-                .filter([OutboxMessage.Status.queued, .sent, .accepted].map(\.rawValue).contains(Column("status")))
+                .filter([DeliveryStatus.queued, .sent, .accepted].map(\.rawValue).contains(Column("status")))
                 .order(Column("sequence"))
                 .fetchAll(db)
         }

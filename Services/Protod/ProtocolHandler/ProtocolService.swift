@@ -180,7 +180,7 @@ actor ProtocolEngine {
             case .refuse(let reason, let actions):
                 // The same id sent again is answered with where it stands, even when a new one would be refused.
                 if let existing = try await outbox.message(id: request.id.value) {
-                    return SendMessageCommand.Reply(id: request.id, status: DeliveryStatus(existing.status), accepted: false)
+                    return SendMessageCommand.Reply(id: request.id, status: existing.status, accepted: false)
                 }
                 await context.carryOut(actions)
                 throw CommandError(reason)
@@ -198,7 +198,7 @@ actor ProtocolEngine {
                 }
                 let (message, inserted) = enqueued
                 guard inserted else {
-                    let status = context.machine.status(of: message.id) ?? DeliveryStatus(message.status)
+                    let status = context.machine.status(of: message.id) ?? message.status
                     return SendMessageCommand.Reply(id: request.id, status: status, accepted: false)
                 }
                 let actions = await context.handle(.accepted(message, fallbackFrom: fallbackFrom))
