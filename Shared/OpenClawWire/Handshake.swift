@@ -1,4 +1,4 @@
-import FoundationEssentials
+public import FoundationEssentials
 import TetherWire
 
 /// The `connect.challenge` event's payload: the nonce to sign, and the gateway's clock.
@@ -192,6 +192,11 @@ public struct HelloOk: Sendable, Hashable, Codable {
 
 /// The protocol facts a chat client builds on.
 public enum OpenClawProtocol {
+    /// A time as the protocol writes it: whole milliseconds since 1970.
+    public static func milliseconds(_ date: Date) -> Int {
+        Int((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
     /// The protocol versions Tether offers: 3 and 4; the gateway's `hello-ok` says which it uses.
     public static let minimumVersion = 3
     public static let maximumVersion = 4

@@ -29,8 +29,7 @@ public struct WallClock: DriverClock {
     public init() {}
     public var now: Date { Date() }
     public func wait(until deadline: Date) async throws {
-        let seconds = max(0, deadline.timeIntervalSinceNow)
-        try await Task.sleep(for: .milliseconds(Int((seconds * 1000).rounded(.up))))
+        try await Task.sleep(for: .seconds(max(0, deadline.timeIntervalSinceNow)))
     }
 }
 

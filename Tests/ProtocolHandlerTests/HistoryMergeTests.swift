@@ -47,6 +47,16 @@ import TetherWire
         #expect(merge.entries.map(\.content) == ["ok"] && merge.entries.first?.id.value.hasPrefix("oc:") == true)
     }
 
+    @Test func messagesWhoseTurnsRanOutOfOrderAreAllFound() {
+        // b was written before a (a waited in the gateway's queue, or was written again).
+        let sent = [Self.sent("a", "first", at: 0), Self.sent("b", "second", at: 1)]
+        let merge = Self.merge(
+            [Self.user("second", at: 2), Self.assistant("You said: second", at: 3), Self.user("first", at: 4), Self.assistant("You said: first", at: 5)],
+            sent: sent)
+        #expect(merge.found == [MessageID("a"), MessageID("b")], "a message in the gateway's transcript was taken for lost")
+        #expect(!merge.entries.contains { $0.sender == .user }, "one of Tether's messages was shown as another's")
+    }
+
     @Test func theClockOffsetIsAppliedToTheGatewaysTimes() {
         let sent = [Self.sent("a", "hi", at: 100)]
         // The gateway's clock is 60 s ahead: 130 s by it is 70 s by Tether's, before "a" was made.

@@ -78,7 +78,7 @@ struct Up: AsyncParsableCommand {
             executable: CommandLine.executablePath,
             arguments: ["up", "--file", composeFile, "--bin-dir", binaries, "--run-dir", runDirectory.path],
             logPath: control.paths.supervisorLog)
-        let deadline = ContinuousClock.now + .milliseconds(Int(readyTimeout * 1000))
+        let deadline = ContinuousClock.now + .seconds(readyTimeout)
         while ContinuousClock.now < deadline {
             if let state = control.paths.readState(), state.supervisorPID == pid, state.programs.allSatisfy(\.ready) {
                 print(await control.table())
@@ -101,7 +101,7 @@ struct Down: AsyncParsableCommand {
     var timeout: Double = 30
 
     func run() async throws {
-        print(await ComposeControl(runDirectory: set.resolved.path).down(deadline: .milliseconds(Int(timeout * 1000))))
+        print(await ComposeControl(runDirectory: set.resolved.path).down(deadline: .seconds(timeout)))
     }
 }
 
@@ -164,7 +164,7 @@ struct Restart: AsyncParsableCommand {
 
     func run() async throws {
         let control = ComposeControl(runDirectory: set.resolved.path)
-        print(try await control.restart(program: name, timeout: .milliseconds(Int(timeout * 1000))))
+        print(try await control.restart(program: name, timeout: .seconds(timeout)))
     }
 }
 

@@ -42,7 +42,7 @@ public struct OpenClawHandshake: Sendable {
     /// The `connect` request answering `challenge`: protocols 3 to 4, an operator with the chat
     /// scopes, the shared token (else the device token) and the device block signed over the nonce.
     public func connectRequest(challenge: ConnectChallenge, token: String?, deviceToken: String?, now: Date) throws -> String {
-        let signedAt = Int((now.timeIntervalSince1970 * 1000).rounded())
+        let signedAt = OpenClawProtocol.milliseconds(now)
         let scopes = OpenClawProtocol.chatScopes
         let auth = ConnectParams.Auth(token: token, deviceToken: token == nil ? deviceToken : nil)
         let payload = DeviceSignedPayload(
@@ -77,7 +77,7 @@ public struct OpenClawHandshake: Sendable {
                     "the gateway at \(url) let Tether in with scopes [\(granted.joined(separator: ", "))], without operator.read and operator.write: sending would fail; grant them to device \(identity.deviceID), then reconnect"
                 ))
         }
-        let offset = challenge.ts.map { $0 - Int((receivedAt.timeIntervalSince1970 * 1000).rounded()) }
+        let offset = challenge.ts.map { $0 - OpenClawProtocol.milliseconds(receivedAt) }
         let info = GatewayInfo(
             dialect: .openclaw, protocolVersion: hello.protocol, serverVersion: hello.server?.version, serverConnectionID: hello.server?.connId,
             uptimeMilliseconds: hello.snapshot?.uptimeMs, startedAt: hello.snapshot?.uptimeMs.map { Date().addingTimeInterval(-Double($0) / 1000) },

@@ -112,19 +112,19 @@ struct ConndCommand: AsyncParsableCommand {
         // Refuse a credential that cannot be read now rather than start a set that cannot connect.
         _ = try await credential.read()
         var policy = ReconnectPolicy.preset(named: preset) ?? .default
-        if let backoffBase { policy.backoff.base = .milliseconds(Int(backoffBase * 1000)) }
-        if let backoffCap { policy.backoff.cap = .milliseconds(Int(backoffCap * 1000)) }
+        if let backoffBase { policy.backoff.base = .seconds(backoffBase) }
+        if let backoffCap { policy.backoff.cap = .seconds(backoffCap) }
         if let jitter { policy.backoff.jitter = jitter }
         if let maxAttempts { policy.maxAttempts = maxAttempts }
-        if let heartbeat { policy.heartbeat = .milliseconds(Int(heartbeat * 1000)) }
+        if let heartbeat { policy.heartbeat = .seconds(heartbeat) }
         let configuration = ConnectionConfiguration(
-            url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .milliseconds(Int(closeDeadline * 1000)),
-            upgradeDeadline: .milliseconds(Int(upgradeDeadline * 1000)),
-            failedKnockInterval: failedKnock > 0 ? .milliseconds(Int(failedKnock * 1000)) : nil,
+            url: url, credential: credential, policy: policy, caFile: caFile, closeDeadline: .seconds(closeDeadline),
+            upgradeDeadline: .seconds(upgradeDeadline),
+            failedKnockInterval: failedKnock > 0 ? .seconds(failedKnock) : nil,
             dialect: WireDialect(rawValue: dialect), deviceKeys: DeviceKeyStore(directory: configDir ?? DeviceKeyStore.defaultDirectory),
-            pairingCheckInterval: .milliseconds(Int(pairingCheck * 1000)))
+            pairingCheckInterval: .seconds(pairingCheck))
         let lifecycle = LifecycleSettings(
-            idleSuspendAfter: idleSuspend > 0 ? .milliseconds(Int(idleSuspend * 1000)) : nil, logind: logindBus)
+            idleSuspendAfter: idleSuspend > 0 ? .seconds(idleSuspend) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()
         try await BusProgram.run("tether-connd", options: options, state: phase.read, stateChanged: phase.changed) { bus, logger in
             [ConnectionService(bus: bus, configuration: configuration, lifecycle: lifecycle, phase: phase, logger: logger)]

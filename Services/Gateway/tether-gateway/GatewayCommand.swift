@@ -165,9 +165,9 @@ struct Serve: AsyncParsableCommand {
             tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } },
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
-                    protocols: protocolRange ?? 3...4, tickInterval: .milliseconds(Int(tickInterval * 1000)), stateDirectory: stateDir,
-                    dedupeWindow: .milliseconds(Int(dedupeWindow * 1000)), followUpDelay: .milliseconds(Int(followUpDelay * 1000)), queueCap: queueCap,
-                    modelRetryDelay: .milliseconds(Int(modelRetryDelay * 1000))) : nil)
+                    protocols: protocolRange ?? 3...4, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
+                    dedupeWindow: .seconds(dedupeWindow), followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
+                    modelRetryDelay: .seconds(modelRetryDelay)) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)
         // Started by a compose supervisor, it stops when the supervisor is gone.

@@ -117,7 +117,11 @@ extension DeliveryStateMachine {
                 // A session's first message is stored only with its first reply: a gateway that
                 // restarted before that has neither it nor its key. Written again, same key.
                 if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = sentMessages.last(where: { $0.id == owner }),
-                    sent.session.map({ $0 == link.sessionKey }) ?? true, merge.windowStart.map({ $0 <= sent.createdAt }) ?? true
+                    sent.session.map({ $0 == link.sessionKey }) ?? true, merge.windowStart.map({ $0 <= sent.createdAt }) ?? true,
+                    // Written again only when no entry of the window can be it: a copy is worse than a wait.
+                    !result.messages.contains(where: { entry in
+                        entry.role == "user" && OpenClawProtocol.rewriteParts(of: entry.text).contains { HistoryMerge.same($0, sent.text) }
+                    })
                 {
                     runs[runID] = nil
                     requeue(sent, into: &actions)

@@ -123,6 +123,18 @@ public struct HistoryMerge: Sendable, Equatable {
             result.found.insert(sent[matched].id)
             nextCandidate = matched + 1
         }
+        // Turns do not always run in the order their messages were sent (a message released from
+        // the gateway's queue, one written again after a restart): a message still unmatched
+        // takes the first free entry of its text within its reach, whatever comes before it.
+        for candidate in sent.indices where !owners.values.contains(candidate) {
+            guard
+                let index = users.first(where: { index in
+                    owners[index] == nil && author(index) == nil && same(texts[index], sent[candidate].text) && reaches(index, candidate)
+                })
+            else { continue }
+            owners[index] = candidate
+            result.found.insert(sent[candidate].id)
+        }
         let matchedSent = Set(owners.values)
         /// A match is certain when nothing else of the same text could take its place: no other
         /// entry that may be Tether's within the message's reach, no other message of Tether's

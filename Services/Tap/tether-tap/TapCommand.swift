@@ -200,7 +200,7 @@ struct Replay: AsyncParsableCommand {
         var sent = 0
         for message in messages {
             guard filter.topics.isEmpty || filter.accepts(message.busMessage) else { continue }
-            if speed > 0 { try await Task.sleep(until: start + .milliseconds(Int(message.at / speed * 1000)), clock: .continuous) }
+            if speed > 0 { try await Task.sleep(until: start + .seconds(message.at / speed), clock: .continuous) }
             try bus.publishRaw(message.frames)
             sent += 1
         }

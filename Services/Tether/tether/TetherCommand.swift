@@ -146,11 +146,11 @@ struct Send: AsyncParsableCommand {
         let announcing = Task { await presence.run() }
         defer { announcing.cancel() }
         do {
-            if let wait, try await !conversation.waitForConnection(timeout: .milliseconds(Int(wait * 1000))) {
+            if let wait, try await !conversation.waitForConnection(timeout: .seconds(wait)) {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
                 throw ExitCode(.notDone)
             }
-            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .milliseconds(Int(timeout * 1000))) {
+            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .seconds(timeout)) {
                 if let warning = $0.warning { say("warning: \(warning)") }
             }
         } catch {

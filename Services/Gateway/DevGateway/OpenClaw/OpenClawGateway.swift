@@ -728,7 +728,7 @@ actor OpenClawGateway {
 
     // MARK: Helpers
 
-    static func milliseconds(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func milliseconds(_ date: Date) -> Int { OpenClawProtocol.milliseconds(date) }
 
     /// A session key in the form events carry it (`side` is `agent:main:side`).
     static func canonical(_ key: String) -> String { OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) }
