@@ -326,14 +326,17 @@ public struct RetryPolicy: Codable, Hashable, Sendable {
     /// One attempt, 10 s.
     public static let none = RetryPolicy(attempts: 1, delayMilliseconds: 0, timeoutMilliseconds: 10_000)
 
+    /// The policies with a name, by name.
+    public static let byName: KeyValuePairs<String, RetryPolicy> = ["default": .default, "patient": .patient, "none": RetryPolicy.none]
+
     /// A policy by name: default, patient or none.
     public static func named(_ name: String) -> RetryPolicy? {
-        switch name {
-        case "default": .default
-        case "patient": .patient
-        case "none": RetryPolicy.none
-        default: nil
-        }
+        byName.first { $0.key == name }?.value
+    }
+
+    /// The name of this policy, when it has one.
+    public var name: String? {
+        Self.byName.first { $0.value == self }?.key
     }
 }
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 public import Logging
 import Synchronization
 public import TetherBus
+public import TetherSchema
 
 /// Options every Tether program takes.
 public struct ProgramOptions: ParsableArguments, Sendable {
@@ -28,6 +29,18 @@ public struct ProgramOptions: ParsableArguments, Sendable {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// `--retry default|patient|none`: a wrong name is refused by the parser, with the names.
+extension RetryPolicy: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let policy = RetryPolicy.named(argument) else { return nil }
+        self = policy
+    }
+
+    public static var allValueStrings: [String] { byName.map(\.key) }
+
+    public var defaultValueDescription: String { name ?? "\(attempts) attempts" }
+}
 
 /// Sets up swift-log once per process (swift-log stops a process that bootstraps it twice).
 public enum LoggingBootstrap {

@@ -11,13 +11,22 @@ import TetherTesting
         ("tether", ["send", "   "], "the message is empty"),
         ("tether", ["send", "--timeout", "0", "hello"], "--timeout must be positive"),
         ("tether", ["send", "--strategy", "latestOnly", "hello"], "--strategy latestOnly needs --kind"),
-        ("tether", ["send", "--retry", "sometimes", "hello"], "--retry must be default, patient or none"),
+        (
+            "tether", ["send", "--retry", "sometimes", "hello"],
+            "The value 'sometimes' is invalid for '--retry <retry>'. Please provide one of 'default', 'patient' or 'none'."
+        ),
         ("tether", ["send", "--wait", "0", "hello"], "--wait must be positive"),
         ("tether", ["cancel"], "give a message id or --all, not both"),
         ("tether", ["cancel", "m1", "--all"], "give a message id or --all, not both"),
-        ("tether-protod", ["--retry", "sometimes"], "--retry must be default, patient or none"),
+        (
+            "tether-protod", ["--retry", "sometimes"],
+            "The value 'sometimes' is invalid for '--retry <retry>'. Please provide one of 'default', 'patient' or 'none'."
+        ),
         ("tether-protod", ["--max-pending", "0"], "--max-pending must be at least 1"),
-        ("tether-protod", ["--when-full", "panic"], "--when-full must be refuse or drop-oldest"),
+        (
+            "tether-protod", ["--when-full", "panic"],
+            "The value 'panic' is invalid for '--when-full <when-full>'. Please provide one of 'refuse' and 'drop-oldest'."
+        ),
         ("tether-protod", ["--expiry", "0"], "--expiry must be positive"),
         ("tether-snapd", ["--max-entries", "9"], "--max-entries must be at least 10"),
         ("tether-bus", ["--curve-key", "/nonexistent"], "--curve-key and --allowed-keys go with --tcp"),

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import Logging
 import ProtocolHandler
 import TetherBus
@@ -22,7 +22,7 @@ struct ProtodCommand: AsyncParsableCommand {
     var journal: String?
 
     @Option(help: "Retry policy of messages that name none: default (an acknowledgement is late after 10 s), patient (30 s) or none.")
-    var retry = "default"
+    var retry = RetryPolicy.default
 
     @Option(help: "At most this many messages wait to be written to the gateway; --when-full says what happens to a new one beyond.")
     var maxPending = 100
@@ -31,7 +31,7 @@ struct ProtodCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "What a full outbox does with a new message: refuse (at once, in words; nothing accepted is touched) or drop-oldest "
                 + "(accept it and drop the oldest message never written, announced on the bus; every sender is told its message may be dropped)."))
-    var whenFull = "refuse"
+    var whenFull = OverflowPolicy.refuse
 
     @Option(help: "Seconds after which a message never written to the gateway expires.")
     var expiry: Double = 3600
@@ -51,9 +51,7 @@ struct ProtodCommand: AsyncParsableCommand {
     var replyStall: Double = 30
 
     func validate() throws {
-        guard RetryPolicy.named(retry) != nil else { throw ValidationError("--retry must be default, patient or none") }
         guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
-        guard OverflowPolicy(rawValue: whenFull) != nil else { throw ValidationError("--when-full must be refuse or drop-oldest") }
         for (name, value) in [("--expiry", expiry), ("--probe-after", probeAfter), ("--probe-deadline", probeDeadline), ("--reply-stall", replyStall)] {
             guard value > 0 else { throw ValidationError("\(name) must be positive") }
         }
@@ -63,10 +61,10 @@ struct ProtodCommand: AsyncParsableCommand {
         let path = outbox ?? options.resolvedRunDirectory.file("protod.sqlite")
         let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
         let settings = ProtocolSettings(
-            defaultRetry: RetryPolicy.named(retry) ?? .default,
+            defaultRetry: retry,
             delivery: .init(
                 maximumQueued: maxPending, expiry: expiry, probeAfter: probeAfter, probeDeadline: probeDeadline, replyStallDeadline: replyStall,
-                sessionKey: session, whenFull: OverflowPolicy(rawValue: whenFull) ?? .refuse))
+                sessionKey: session, whenFull: whenFull))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
             let (outbox, outboxReplaced) = try await Outbox.openChecked(path: path)
@@ -81,3 +79,5 @@ struct ProtodCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension OverflowPolicy: ExpressibleByArgument {}

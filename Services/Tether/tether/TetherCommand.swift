@@ -109,7 +109,7 @@ struct Send: AsyncParsableCommand {
     var fallback: DeliveryStrategy?
 
     @Option(help: "Retry policy: default (3 attempts, 200 ms apart, 10 s each), patient (5, 1 s, 30 s) or none.")
-    var retry: String?
+    var retry: RetryPolicy?
 
     @Option(help: "Seconds to wait for a connection before sending; fails with exit code 1 if none comes.")
     var wait: Double?
@@ -124,7 +124,6 @@ struct Send: AsyncParsableCommand {
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         if strategy == .latestOnly && kind == nil { throw ValidationError("--strategy latestOnly needs --kind") }
-        if let retry, RetryPolicy.named(retry) == nil { throw ValidationError("--retry must be default, patient or none") }
         if let wait, wait <= 0 { throw ValidationError("--wait must be positive") }
     }
 
@@ -140,7 +139,7 @@ struct Send: AsyncParsableCommand {
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
-            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry.flatMap(RetryPolicy.named))
+            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry)
         // A front end while it runs: a connection suspended because none was attached resumes.
         let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send")
         let announcing = Task { await presence.run() }
