@@ -222,7 +222,7 @@ let package = Package(
 
             .target(
                 name: "TetherTesting",
-                dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherWire", .logging],
+                dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherService", "TetherWire", .logging],
                 path: "Tests/TetherTesting",
                 swiftSettings: swiftSettings
             ),

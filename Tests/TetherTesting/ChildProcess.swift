@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import TetherService
 
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,9 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawnattr_setpgroup(&attributes, 0)
 
         var variables = ProcessInfo.processInfo.environment
+        // The test process stands as the child's supervisor: a Tether program stops when it is
+        // gone, so a test run killed before its cleanup (a timeout, a closed pipe) leaves none running.
+        variables[SupervisorWatch.environmentVariable] = "\(getpid())"
         for (key, value) in environment { variables[key] = value }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
