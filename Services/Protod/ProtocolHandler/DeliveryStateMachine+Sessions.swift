@@ -15,14 +15,12 @@ extension DeliveryStateMachine {
     /// Whether the gateway may speak OpenClaw: the open connection does, or, with none open,
     /// the last one did or none was seen since protod started.
     var mayBeOpenClaw: Bool {
-        connection == nil ? lastSession?.dialect != .seed : speaksOpenClaw
+        connection == nil ? lastSession?.dialect != .seed : dialect == .openclaw
     }
 
     /// Whether the open connection speaks OpenClaw, or the last one did when none is open.
     var speaksOpenClaw: Bool {
-        guard let open = connection else { return lastSession?.dialect == .openclaw }
-        if case .openClaw = open.dialect { return true }
-        return false
+        connection == nil ? lastSession?.dialect == .openclaw : dialect == .openclaw
     }
 
     /// The session a message goes to.
@@ -63,12 +61,11 @@ extension DeliveryStateMachine {
             dialect = last.dialect
         }
         let chosen = canonical(chosenSession)
-        let behind = pending.filter { sessionOf($0) != chosen }
         let finishing: String? =
             if case .openClaw(let link)? = connection?.dialect, link.sessionKey != chosen {
                 link.sessionKey
             } else {
-                behind.first.map(sessionOf)
+                pending.lazy.map(sessionOf).first { $0 != chosen }
             }
         let waiting =
             finishing.map { key in pending.count { sessionOf($0) == key } + runs.values.count { $0.inReplyTo != nil && ($0.session ?? key) == key } } ?? 0

@@ -123,11 +123,9 @@ actor ProtocolEngine {
     /// Runs the machine: ``run()`` drives it until cancelled.
     private let driver = MachineDriver<DeliveryStateMachine, WallClock>(clock: WallClock())
     private let initial: DeliveryStateMachine
-    /// Commands waiting for the gateway's answer to their request, by request id, and the
-    /// answers that came before their command waited for them.
-    private var waitingForGateway: [String: CheckedContinuation<GatewayAnswer, Never>] = [:]
-    private var earlyAnswers: [String: GatewayAnswer] = [:]
-    private var expectedAnswers: Set<String> = []
+    /// Where the gateway's answer to a command's request goes, by request id: a stream that
+    /// keeps an answer coming before its command reads it.
+    private var waitingForGateway: [String: AsyncStream<GatewayAnswer>.Continuation] = [:]
 
     /// The gateway's answer to a command's request; nil when none came in time.
     typealias GatewayAnswer = (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)?
@@ -283,6 +281,7 @@ actor ProtocolEngine {
 
     /// Sends a request to the gateway for a command and waits for its answer's payload.
     private func askGateway(_ method: String, params: JSONValue?, timeout: Duration) async throws -> JSONValue? {
+        let (answers, answered) = AsyncStream<GatewayAnswer>.makeStream(bufferingPolicy: .bufferingOldest(1))
         let (request, refusal): (String?, String) = try await driver.perform { context in
             guard let (id, actions) = context.machine.gatewayRequest(method, params: params, now: context.now) else {
                 let seed = context.machine.canWrite && context.machine.dialect == .seed
@@ -293,8 +292,8 @@ actor ProtocolEngine {
                         : "not connected to the gateway: try again once connected"
                 )
             }
-            // Expected before it is written: its answer may come before this command waits for it.
-            await self.expectAnswer(to: id)
+            // Waited for before it is written: its answer may come before this command reads it.
+            await self.awaitAnswer(to: id, on: answered)
             await context.carryOut(actions)
             return (id, "")
         }
@@ -304,31 +303,23 @@ actor ProtocolEngine {
             self.answer(request, with: nil)
         }
         defer { timer.cancel() }
-        let answer: GatewayAnswer =
-            if let early = earlyAnswers.removeValue(forKey: request) {
-                early
-            } else {
-                await withCheckedContinuation { continuation in waitingForGateway[request] = continuation }
-            }
-        expectedAnswers.remove(request)
-        guard let answer else { throw CommandError("the gateway did not answer \(method) within \(timeout)", code: .failed) }
+        var next = answers.makeAsyncIterator()
+        guard let answer = await next.next() ?? nil else { throw CommandError("the gateway did not answer \(method) within \(timeout)", code: .failed) }
         guard answer.ok else {
             throw CommandError("the gateway refused \(method): \(answer.error.map { "\($0.code) \($0.message)" } ?? "no reason given")")
         }
         return answer.payload
     }
 
-    private func expectAnswer(to request: String) {
-        expectedAnswers.insert(request)
+    private func awaitAnswer(to request: String, on answered: AsyncStream<GatewayAnswer>.Continuation) {
+        waitingForGateway[request] = answered
     }
 
-    /// Hands a command its answer (nil: none came in time); one that came first is kept for it.
+    /// Hands a command its answer (nil: none came in time), the first one only.
     private func answer(_ request: String, with answer: GatewayAnswer) {
-        if let waiting = waitingForGateway.removeValue(forKey: request) {
-            waiting.resume(returning: answer)
-        } else if expectedAnswers.contains(request), earlyAnswers[request] == nil {
-            earlyAnswers[request] = answer
-        }
+        guard let answered = waitingForGateway.removeValue(forKey: request) else { return }
+        answered.yield(answer)
+        answered.finish()
     }
 
     /// Asks connd to reconnect now; what waits is written on the new connection.

@@ -118,7 +118,7 @@ actor OpenClawGateway {
 
     /// Serves one connection: the challenge, the handshake, then requests until it ends.
     func opened(_ link: OpenClawClientConnection) async {
-        let challenge = ConnectChallenge(nonce: link.nonce, ts: Self.milliseconds(Date()))
+        let challenge = ConnectChallenge(nonce: link.nonce, ts: OpenClawProtocol.milliseconds(Date()))
         try? await link.write(codec.encode(.event(name: "connect.challenge", payload: try? JSONValue(encoding: challenge), seq: nil)))
         // A client that has not connected within 10 s is closed, as the gateway does.
         Task { [weak link] in
@@ -174,7 +174,9 @@ actor OpenClawGateway {
     /// Tells the clients allowed to manage pairing that a device was paired: an event that
     /// takes a number of the gateway's counter, which every other protocol-3 client sees as a gap.
     private func pairingResolved(deviceID: String, requestID: String?) async {
-        var payload: [String: JSONValue] = ["deviceId": .string(deviceID), "decision": .string("approved"), "ts": .number(Double(Self.milliseconds(Date())))]
+        var payload: [String: JSONValue] = [
+            "deviceId": .string(deviceID), "decision": .string("approved"), "ts": .number(Double(OpenClawProtocol.milliseconds(Date()))),
+        ]
         if let requestID { payload["requestId"] = .string(requestID) }
         await broadcast(droppable: false, to: { $0.allows("operator.pairing") }) { _ in ("device.pair.resolved", .object(payload)) }
     }
@@ -212,7 +214,7 @@ actor OpenClawGateway {
         guard let rawKey = Base64URL.decode(device.publicKey), DeviceIdentity.deviceID(ofPublicKey: rawKey) == device.id else {
             return .refuse(Self.invalid("device identity mismatch"), .policyViolation)
         }
-        guard abs(Self.milliseconds(Date()) - device.signedAt) <= 10 * 60 * 1000 else {
+        guard abs(OpenClawProtocol.milliseconds(Date()) - device.signedAt) <= 10 * 60 * 1000 else {
             return .refuse(Self.invalid("device signature expired"), .policyViolation)
         }
         // Auth: the shared token, or the device token this gateway issued to the device.
@@ -263,9 +265,9 @@ actor OpenClawGateway {
             features: HelloOk.Features(
                 methods: Self.methods, events: ["connect.challenge", "chat", "agent", "tick", "health", "presence", "shutdown", "device.pair.resolved"]),
             snapshot: HelloOk.Snapshot(
-                uptimeMs: Self.milliseconds(Date()) - Self.milliseconds(startedAt),
+                uptimeMs: OpenClawProtocol.milliseconds(Date()) - OpenClawProtocol.milliseconds(startedAt),
                 sessionDefaults: HelloOk.SessionDefaults(defaultAgentId: "main", mainKey: "main", mainSessionKey: Self.mainSessionKey, scope: "per-sender")),
-            auth: HelloOk.Auth(deviceToken: issued?.token, role: connect.role, scopes: connect.scopes, issuedAtMs: Self.milliseconds(Date())),
+            auth: HelloOk.Auth(deviceToken: issued?.token, role: connect.role, scopes: connect.scopes, issuedAtMs: OpenClawProtocol.milliseconds(Date())),
             policy: HelloOk.Policy(
                 maxPayload: settings.maximumPayload, maxBufferedBytes: 16 << 20, tickIntervalMs: Int((settings.tickInterval.inSeconds * 1000).rounded())))
         let label = OpenClawProtocol.senderLabel(displayName: connect.client.displayName, clientID: connect.client.id)
@@ -355,7 +357,7 @@ actor OpenClawGateway {
             }
             answer = (true, try? JSONValue(encoding: SessionsListResult(sessions: sessions)), nil)
         case "health":
-            answer = (true, .object(["ok": .bool(true), "ts": .number(Double(Self.milliseconds(Date())))]), nil)
+            answer = (true, .object(["ok": .bool(true), "ts": .number(Double(OpenClawProtocol.milliseconds(Date())))]), nil)
         case "connect":
             answer = (false, nil, Self.invalid("connect is only valid as the first request"))
         default:
@@ -442,7 +444,7 @@ actor OpenClawGateway {
         if let orphan = orphans.removeValue(forKey: sessionKey) {
             entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
         }
-        let user = ChatTranscriptMessage(role: "user", text: entry, timestamp: Self.milliseconds(Date()), senderLabel: senderLabel)
+        let user = ChatTranscriptMessage(role: "user", text: entry, timestamp: OpenClawProtocol.milliseconds(Date()), senderLabel: senderLabel)
         // As the gateway: a brand-new session's first user entry appears only with its reply.
         if transcripts[sessionKey]?.contains(where: { $0.role == "assistant" }) == true {
             activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey))
@@ -514,13 +516,13 @@ actor OpenClawGateway {
             await broadcast(droppable: true) { version in
                 let payload = ChatEventPayload(
                     runId: runID, sessionKey: sessionKey, seq: runSequence, state: .delta,
-                    message: ChatTranscriptMessage(role: "assistant", text: cumulative, timestamp: Self.milliseconds(Date())),
+                    message: ChatTranscriptMessage(role: "assistant", text: cumulative, timestamp: OpenClawProtocol.milliseconds(Date())),
                     deltaText: version >= 4 ? piece : nil, replace: nil)
                 return ("chat", try? JSONValue(encoding: payload))
             }
         }
         guard activeRuns[runID]?.aborted == false else { return }
-        let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: Self.milliseconds(Date()), stopReason: "stop")
+        let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
         var stored = final
         stored.model = Self.model
         writeUserEntry(of: runID)
@@ -545,7 +547,7 @@ actor OpenClawGateway {
             writeUserEntry(of: runID)
             append(
                 ChatTranscriptMessage(
-                    role: "assistant", text: "", timestamp: Self.milliseconds(Date()), stopReason: "error", errorMessage: error, model: Self.model),
+                    role: "assistant", text: "", timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "error", errorMessage: error, model: Self.model),
                 to: sessionKey)
             await agentEvent(
                 runID, sessionKey: sessionKey, stream: "lifecycle",
@@ -557,7 +559,7 @@ actor OpenClawGateway {
     }
 
     private func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
-        let ts = Double(Self.milliseconds(Date()))
+        let ts = Double(OpenClawProtocol.milliseconds(Date()))
         await broadcast(droppable: false) { _ in
             (
                 "agent",
@@ -577,7 +579,7 @@ actor OpenClawGateway {
             if let run = activeRuns[id], !run.text.isEmpty {
                 // As the gateway: its own entry with the text so far, listed before the run's user
                 // entry, then the model's partial entry.
-                let now = Self.milliseconds(Date())
+                let now = OpenClawProtocol.milliseconds(Date())
                 insert(
                     ChatTranscriptMessage(
                         role: "assistant", text: run.text, timestamp: now, stopReason: "stop", model: ChatTranscriptMessage.gatewayInjected, abortedRunID: id),
@@ -596,7 +598,7 @@ actor OpenClawGateway {
     /// Sends the tick every connection relies on for liveness.
     func tick() async {
         guard !faults.current.stopTicking else { return }
-        let now = Self.milliseconds(Date())
+        let now = OpenClawProtocol.milliseconds(Date())
         await broadcast(droppable: false) { _ in ("tick", .object(["ts": .number(Double(now))])) }
     }
 
@@ -727,8 +729,6 @@ actor OpenClawGateway {
     }
 
     // MARK: Helpers
-
-    static func milliseconds(_ date: Date) -> Int { OpenClawProtocol.milliseconds(date) }
 
     /// A session key in the form events carry it (`side` is `agent:main:side`).
     static func canonical(_ key: String) -> String { OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) }
