@@ -1,6 +1,7 @@
 import Foundation
 import ProtocolHandler
 import Testing
+import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
@@ -255,11 +256,12 @@ import TetherWire
         driver.handle(.connectionDown)
         for id in ["f", "g", "h"] { driver.send(id) }
         let request = SendMessageCommand.Request(id: MessageID("i"), content: "one too many")
-        guard case .refuse(let reason, let actions) = driver.machine.admit(request, now: Self.at(driver.now)) else {
+        guard case .refuse(let refusal, let actions) = driver.machine.admit(request, now: Self.at(driver.now)) else {
             Issue.record("a fourth message never written was let in")
             return
         }
-        #expect(reason.contains("outbox is full"))
+        #expect(refusal.code == .outboxFull)
+        #expect(refusal.description.contains("outbox is full"))
         #expect(actions.contains { if case .diagnose(let event) = $0 { event.kind == .queueOverflow } else { false } })
         #expect(!driver.log.contains { if case .persistFinal = $0 { true } else { false } }, "nothing was dropped to make room")
         #expect(driver.machine.pendingCount == 8)
@@ -514,6 +516,20 @@ import TetherWire
         "replacing the connection": {
             $0 = connected(resuming: false); $0.send("a"); _ = $0.tick(at: 5); _ = $0.tick(at: 8)
         },
+        "written on a connection that ended, a new one not yet heard from": {
+            $0 = connected(resuming: false); $0.send("a"); $0.connect("c2", epoch: 2)
+        },
+        "a restarted protod on the connection it wrote on": {
+            $0.handle(
+                .started(pending: [outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c1")], session: .init(sessionID: nil, lastSequence: 0)))
+            $0.nextSequence = 2
+            $0.connect("c1", epoch: 1)
+        },
+        "a restarted protod, disconnected, one written before": {
+            $0.handle(
+                .started(pending: [outboxMessage("a", sequence: 1, status: .sent, sentConnection: "c0")], session: .init(sessionID: nil, lastSequence: 0)))
+            $0.nextSequence = 2
+        },
     ]
 
     static let events: [String: @Sendable (inout Driver) -> Void] = [
@@ -529,6 +545,7 @@ import TetherWire
         "chunk": { _ = $0.frame(chunk("r", 1, "y ", sequence: 21)) },
         "final chunk": { _ = $0.frame(chunk("r", 1, "y", final: true, sequence: 21)) },
         "pong": { _ = $0.frame(pong) },
+        "a frame of a type it does not know": { _ = $0.frame(.unknown(type: "gateway.novelty", sequence: 22, data: Data("{}".utf8))) },
         "resumed": { _ = $0.frame(resumed()) },
         "resumed, frames lost": { _ = $0.frame(resumed(complete: false, session: "s9")) },
         "tick soon": { _ = $0.tick(at: $0.now + 1) },

@@ -2,6 +2,7 @@ import Foundation
 import OpenClawWire
 import ProtocolHandler
 import Testing
+import TetherBus
 import TetherSchema
 import TetherTesting
 import TetherWire
@@ -461,11 +462,12 @@ extension OpenClawDeliveryTests {
         #expect(driver.sent(on: "c1").isEmpty)
         let refused = driver.machine.admit(
             SendMessageCommand.Request(id: MessageID("big"), content: String(repeating: "y", count: 2000)), now: OpenClawDeliveryTests.at(1))
-        guard case .refuse(let words, _) = refused else {
+        guard case .refuse(let refusal, _) = refused else {
             Issue.record("admitted: \(refused)")
             return
         }
-        #expect(words.contains("at most 1024 bytes"), "\(words)")
+        #expect(refusal.code == .tooLarge)
+        #expect(refusal.description.contains("at most 1024 bytes"), "\(refusal)")
     }
 
     @Test func aLookupIsWidenedOnceAndThenWhatIsStillUnsureIsWrittenAgainWithItsKey() {

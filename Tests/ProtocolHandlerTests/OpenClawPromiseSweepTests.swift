@@ -36,6 +36,9 @@ import TetherWire
         "a reply streaming, one behind it": {
             $0 = ready(); $0.send("a"); $0.respond("send:a", T.started); $0.chat(T.delta("a", text: "x"), on: "c1"); $0.send("b")
         },
+        "one answered started, no sign of its run yet": {
+            $0 = ready(); $0.send("a"); $0.respond("send:a", T.started)
+        },
         "one in the gateway's queue": {
             $0 = ready(); $0.send("a"); $0.respond("send:a", T.started); $0.chat(T.emptyFinal("a"), on: "c1")
         },
@@ -51,6 +54,19 @@ import TetherWire
         },
         "probing a quiet connection": {
             $0 = ready(); $0.send("a"); $0.handle(.tick, at: 5)
+        },
+        "bus path down, one in the gateway's queue": {
+            $0 = ready(); $0.send("a"); $0.respond("send:a", T.started); $0.chat(T.emptyFinal("a"), on: "c1"); $0.handle(.wirePath(heard: false))
+        },
+        "one in the gateway's queue, its session quiet since": {
+            $0 = ready(); $0.send("a"); $0.respond("send:a", T.started); $0.chat(T.emptyFinal("a"), on: "c1"); $0.handle(.tick, at: 40)
+        },
+        "one in the gateway's queue, a new connection looking the history up": {
+            $0 = ready(); $0.send("a"); $0.respond("send:a", T.started); $0.chat(T.emptyFinal("a"), on: "c1")
+            $0.connect("c2", epoch: 2, protocolVersion: 3, uptime: 1000 + $0.now)
+        },
+        "written on a connection that ended, a new one looking the history up": {
+            $0 = ready(); $0.send("a"); $0.connect("c2", epoch: 2, protocolVersion: 3, uptime: 1000 + $0.now)
         },
     ]
 
@@ -77,6 +93,8 @@ import TetherWire
             lifecycle("start", "gw-1")(&$0); $0.chat(T.final("gw-1", text: "You said: text of a"), on: "c1")
         },
         "a gap": { $0.event("tick", .object([:]), on: "c1", sequence: 500) },
+        "a chat event that does not decode": { $0.event("chat", .object(["runId": .number(7), "state": .string("sideways")]), on: "c1") },
+        "an answer to a request never made": { $0.respond("history:99", nil) },
         "history holds a": {
             if $0.requests.values.flatMap({ $0 }).contains(where: { $0.method == "chat.history" }) {
                 $0.history([T.user("text of a", at: 0.15), T.assistant("You said: text of a", at: 0.2)], on: $0.connections.values.max() ?? "c1")

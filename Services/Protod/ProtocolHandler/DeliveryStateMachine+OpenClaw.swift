@@ -1,5 +1,6 @@
 public import Foundation
 public import OpenClawWire
+import TetherBus
 import TetherSchema
 import TetherWire
 
@@ -10,14 +11,11 @@ extension DeliveryStateMachine {
         if let probe = open.probeDeadline { deadlines.append(probe) }
         if let lookup = link.history {
             // Unanswered and quiet: probe (a connection heard from since is not probed yet).
-            if open.probeDeadline == nil { deadlines.append(max(lookup.sentAt, open.heardAt).addingTimeInterval(settings.probeAfter)) }
+            if open.probeDeadline == nil { deadlines.append(max(lookup.sentAt, open.heard.lastAt).addingTimeInterval(settings.probeAfter)) }
             // Unanswered while the gateway answers other things: ask for fewer.
-            if open.heardAt > lookup.sentAt { deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline)) }
+            if open.heard.lastAt > lookup.sentAt { deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline)) }
         }
-        for message in pending where message.writtenOn == open.id {
-            if let due = message.acknowledgementDue { deadlines.append(due) }
-            if let late = message.lateAt { deadlines.append(late) }
-        }
+        deadlines += acknowledgementDeadlines(on: open)
         if link.recovered {
             for run in runs.values {
                 deadlines.append(run.heardAt.addingTimeInterval(settings.replyStallDeadline))
@@ -33,7 +31,13 @@ extension DeliveryStateMachine {
         return deadlines
     }
 
-    mutating func openClawConnectionUp(now: Date, into actions: inout [Action]) {
+    /// An OpenClaw connection opened: it chats in the session due, and its history is looked
+    /// up before anything is written.
+    mutating func openClawConnectionUp(epoch: Int, id: String, gateway: GatewayInfo, now: Date) {
+        let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
+        mainSessionKey = gateway.mainSessionKey
+        chattingIn = link.sessionKey
+        connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .openClaw(link))
         // A gateway that does not replay: frames are never resumed, runs are recovered from history.
         resumeSupport = .replaysNothing
     }
@@ -59,12 +63,9 @@ extension DeliveryStateMachine {
         }
         // Frames written before the bus path dropped, or by a protod that died, may not have
         // arrived: looked up again before anything is written.
-        let uncertain = pending.indices.filter { pending[$0].writtenOn == open.id && isUncertain(pending[$0]) }
+        let uncertain = pending.indices.filter { isUncertain(pending[$0], on: open.id) }
         if !uncertain.isEmpty {
-            for index in uncertain {
-                pending[index].writtenOn = nil
-                pending[index].restored = false
-            }
+            for index in uncertain { pending[index].delivery = pending[index].delivery.unconfirmed }
             if link.history == nil { link.recovered = false } else { link.lookupAgain = true }
         }
         if !link.recovered, link.history == nil {
@@ -73,7 +74,7 @@ extension DeliveryStateMachine {
         if let lookup = link.history {
             // An answer too large for the bus never arrives while the gateway goes on
             // answering: ask again for fewer messages.
-            if now >= lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline), open.heardAt > lookup.sentAt {
+            if now >= lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline), open.heard.lastAt > lookup.sentAt {
                 let fewer = max(10, lookup.limit / 4)
                 actions.append(.diagnose(DiagnosticEvent(kind: .probeFailed, detail: "no answer to chat.history (limit \(lookup.limit)): asking for \(fewer)")))
                 write(link.historyRequest(limit: fewer, now: now), on: open.epoch, into: &actions)
@@ -81,7 +82,7 @@ extension DeliveryStateMachine {
         }
         open.dialect = .openClaw(link)
         connection = open
-        if let lookup = link.history, now >= max(lookup.sentAt, open.heardAt).addingTimeInterval(settings.probeAfter) {
+        if let lookup = link.history, now >= max(lookup.sentAt, open.heard.lastAt).addingTimeInterval(settings.probeAfter) {
             startProbe(now: now, into: &actions)
         }
         if let deadline = connection?.probeDeadline, now >= deadline {
@@ -92,8 +93,13 @@ extension DeliveryStateMachine {
                         kind: .probeFailed, detail: "the gateway answered no request within \(Self.words(settings.probeDeadline)): connecting again")))
             return replace(reason: "the gateway answered no request within \(Self.words(settings.probeDeadline))", into: &actions)
         }
-        guard link.recovered, let current = connection else { return }
+        guard link.recovered else { return }
         checkRuns(now: now, into: &actions)
+        // Queued before this gateway's limit was known, and never written: it cannot be.
+        let tooLarge = pending.filter { !$0.everWritten && !link.fits($0.content) }.map(\.id)
+        let limit = link.maximumPayload ?? 0
+        settle(tooLarge, as: .failed, into: &actions) { _ in "too large for the gateway: it reads frames of at most \(limit) bytes" }
+        guard let current = connection else { return }
         writeDue(on: current, now: now, into: &actions)
         checkOverdue(now: now, into: &actions)
     }
@@ -109,8 +115,8 @@ extension DeliveryStateMachine {
         if case .openClaw(let link)? = connection?.dialect {
             var released = 0
             for index in pending.indices {
-                guard let ends = gatewayHoldEnds(pending[index], link), now >= ends, let since = pending[index].place.answeredAt else { continue }
-                pending[index].place = .quiet(since: since, queued: pending[index].place.isInGatewayQueue)
+                guard let ends = gatewayHoldEnds(pending[index], link), now >= ends, let hold = pending[index].delivery.hold else { continue }
+                pending[index].delivery = pending[index].delivery.holding(.quiet(since: hold.answeredAt, queued: hold.isInGatewayQueue), now: now)
                 released += 1
             }
             if released > 0 {
@@ -146,9 +152,7 @@ extension DeliveryStateMachine {
 
     mutating func receive(_ frame: OpenClawFrame, now: Date, into actions: inout [Action]) {
         guard var open = connection, case .openClaw(var link) = open.dialect else { return }
-        open.probeDeadline = nil
-        open.heardAt = now
-        open.verified = true
+        open.heard(at: now)
         var gap = false
         if case .event(_, _, let sequence?) = frame {
             if let last = link.lastSequence, sequence > last + 1 {
@@ -229,9 +233,9 @@ extension DeliveryStateMachine {
                         inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content, session: chattingIn)
                     setBotState(.thinking, now: now, into: &actions)
                 }
-                if pending[index].place == .written { pending[index].place = .accepted(at: now) }
-                pending[index].acknowledgementDue = nil
-                pending[index].lateAt = nil
+                if pending[index].everWritten, pending[index].delivery.hold == nil {
+                    pending[index].delivery = pending[index].delivery.holding(.accepted(at: now), now: now)
+                }
                 return
             }
             acknowledged(MessageAck(messageID: MessageID(id), status: .received, serverTimestamp: now), now: now, into: &actions)
@@ -257,10 +261,8 @@ extension DeliveryStateMachine {
     mutating func heldByGateway(_ index: Int, now: Date, into actions: inout [Action]) {
         let id = pending[index].id
         runs[id] = nil
-        pending[index].place = .inGatewayQueue(since: now)
+        pending[index].delivery = pending[index].delivery.holding(.inGatewayQueue(since: now), now: now)
         actions.append(.persistInGatewayQueue(id: id, at: now))
-        pending[index].acknowledgementDue = nil
-        pending[index].lateAt = nil
         actions.append(
             .publishDelivery(
                 DeliveryUpdate(
@@ -278,12 +280,13 @@ extension DeliveryStateMachine {
         guard case .openClaw(let link) = open.dialect else { return false }
         return !runs.isEmpty || !otherRuns.isEmpty
             || pending.contains { message in
-                switch message.place {
-                case .written: message.writtenOn == open.id
+                switch message.delivery {
+                case .written(let written, _): written.on == open.id
+                case .uncertain(let on, nil, _): on == open.id
                 // The gateway is busy until its queue has run: a message written now would join
                 // it. A session quiet for the reply stall deadline is not running it: no longer.
-                case .accepted, .inGatewayQueue: gatewayHoldEnds(message, link).map { now < $0 } ?? false
-                case .outbox, .behindRun, .quiet: false
+                case .held, .uncertain, .unconfirmed: gatewayHoldEnds(message, link).map { now < $0 } ?? false
+                case .queued: false
                 }
             }
     }
@@ -292,9 +295,9 @@ extension DeliveryStateMachine {
     /// ones back: the reply stall deadline after the session was last heard of, or after it
     /// was answered for, whichever is later; nil when it holds nothing back.
     func gatewayHoldEnds(_ message: Pending, _ link: OpenClawLink) -> Date? {
-        switch message.place {
-        case .accepted(let since), .inGatewayQueue(let since): max(since, link.sessionHeardAt ?? since).addingTimeInterval(settings.replyStallDeadline)
-        default: nil
+        switch message.delivery.hold {
+        case .accepted(let since)?, .inGatewayQueue(let since)?: max(since, link.sessionHeardAt ?? since).addingTimeInterval(settings.replyStallDeadline)
+        case .quiet?, nil: nil
         }
     }
 
@@ -308,8 +311,13 @@ extension DeliveryStateMachine {
 
     /// Says once that a message waits for the reply in progress.
     mutating func holdBehindRun(_ index: Int, into actions: inout [Action]) {
-        guard pending[index].place == .outbox else { return }
-        pending[index].place = .behindRun
+        switch pending[index].delivery {
+        case .queued(toldWaiting: false): pending[index].delivery = .queued(toldWaiting: true)
+        case .unconfirmed(let hold, var attempts) where !attempts.toldWaiting:
+            attempts.toldWaiting = true
+            pending[index].delivery = .unconfirmed(hold: hold, attempts)
+        default: return
+        }
         actions.append(
             .publishDelivery(
                 DeliveryUpdate(
@@ -334,7 +342,7 @@ extension DeliveryStateMachine {
     /// connection is open, or frames do not reach connd. `params` may name the session with
     /// ``sessionKeyPlaceholder``, which is replaced by the session chatted in.
     public mutating func gatewayRequest(_ method: String, params: JSONValue?, now: Date) -> (id: String, actions: [Action])? {
-        guard wireHeard, var open = connection, !open.replacing, case .openClaw(var link) = open.dialect else { return nil }
+        guard var open = decidable, case .openClaw(var link) = open.dialect else { return nil }
         var params = params
         if case .object(var object)? = params, object["sessionKey"] == .string(Self.sessionKeyPlaceholder) {
             object["sessionKey"] = .string(link.sessionKey)
@@ -350,4 +358,59 @@ extension DeliveryStateMachine {
 
     /// Stands for the session chatted in, in ``gatewayRequest(_:params:now:)``'s params.
     public static let sessionKeyPlaceholder = "$session"
+}
+
+/// OpenClaw's gateway protocol on a connection: the session's history looked up first and
+/// after frames may have been lost; one message written and unanswered at a time, only while
+/// no run is under way in the session; `health` as the probe; the gateway's frame limit.
+enum OpenClawDialect: DeliveryDialect {
+    typealias Machine = DeliveryStateMachine
+
+    static func deadlines(of machine: Machine, on open: Machine.Connection) -> [Date] {
+        guard case .openClaw(let link) = open.dialect else { return [] }
+        return machine.openClawDeadlines(open, link)
+    }
+
+    static func decide(_ machine: inout Machine, now: Date, into actions: inout [Machine.Action]) {
+        machine.decideOpenClaw(now: now, into: &actions)
+    }
+
+    static func connectionEnded(_ machine: inout Machine, now: Date, into actions: inout [Machine.Action]) {
+        machine.openClawConnectionEnded(now: now, into: &actions)
+    }
+
+    /// Nothing more: what was written is uncertain, and the next decision looks the history up.
+    static func wirePathLost(_ machine: inout Machine) {}
+
+    /// `chat.send` with the message's id as its idempotency key, when the message is of the
+    /// session chatted in and the session is not busy; else it waits (said once).
+    static func messageFrame(
+        _ index: Int, of machine: inout Machine, on open: Machine.Connection, now: Date, into actions: inout [Machine.Action]
+    ) -> Data? {
+        guard case .openClaw(let link) = open.dialect else { return nil }
+        let message = machine.pending[index]
+        // Another session's message waits until the connection goes over to it.
+        guard machine.sessionOf(message) == link.sessionKey else { return nil }
+        // One run at a time in a session, and one message written and unanswered at a time:
+        // the rest waits for the reply in progress, and what a reconnect leaves unknown is
+        // always one message.
+        guard !machine.openClawSessionBusy(on: open, now: now) else {
+            machine.holdBehindRun(index, into: &actions)
+            return nil
+        }
+        return link.sendRequest(message)
+    }
+
+    static func probeFrame(_ machine: inout Machine, now: Date) -> Data? {
+        guard case .openClaw(var link)? = machine.connection?.dialect else { return nil }
+        let request = link.probeRequest()
+        machine.connection?.dialect = .openClaw(link)
+        return request
+    }
+
+    static func refusal(for content: String, on open: Machine.Connection) -> Machine.Refusal? {
+        guard case .openClaw(let link) = open.dialect, !link.fits(content) else { return nil }
+        return Machine.Refusal(
+            .tooLarge, "the message is \(content.utf8.count) bytes; the gateway reads frames of at most \(link.maximumPayload ?? 0) bytes: shorten it")
+    }
 }

@@ -27,23 +27,23 @@ extension DeliveryStateMachine {
             connection = open
             return
         }
-        let known = knownEntries
-        let publishedIDs = publishedGatewayIDs
+        let known = transcript.entries
+        let publishedIDs = transcript.publishedGatewayIDs
         let awaited = Set(pending.map(\.messageID))
         let merge = HistoryMerge.merge(
             result.messages, limit: lookup.limit,
             context: HistoryMerge.Context(
                 // Only this session's: the same text sent in another is not in this history.
-                sent: sentMessages.filter { sent in (sent.session.map { $0 == link.sessionKey } ?? true) && !pending.contains { $0.messageID == sent.id } }
+                sent: transcript.sent.filter { sent in (sent.session.map { $0 == link.sessionKey } ?? true) && !pending.contains { $0.messageID == sent.id } }
                     + pending.filter { $0.everWritten && sessionOf($0) == link.sessionKey }.map {
-                        HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt ?? $0.createdAt)
+                        HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt)
                     },
-                clockOffset: link.clockOffset, botName: botName, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
+                clockOffset: link.clockOffset, botName: bot.name, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
                 published: { publishedIDs[$0] }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
             message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)
-                && merge.windowStart.map { (message.firstWrittenAt ?? message.createdAt) < $0 } == true
+                && merge.windowStart.map { message.firstWrittenAt < $0 } == true
         }
         if !unsure.isEmpty, lookup.limit < 1000, !link.widened {
             link.widened = true
@@ -57,29 +57,27 @@ extension DeliveryStateMachine {
         let dropped = HistoryMerge.droppedAtCap(result.messages)
         var held: [MessageID] = []
         for index in pending.indices {
-            let since: Date
-            guard let at = pending[index].place.answeredAt else { continue }
-            since = at
+            guard let hold = pending[index].delivery.hold, let attempts = pending[index].delivery.attempts else { continue }
             let id = pending[index].messageID
             if merge.found.contains(id) {
                 held.append(id)
-            } else if pending[index].place.isInGatewayQueue, dropped.contains(pending[index].content) {
+            } else if hold.isInGatewayQueue, dropped.contains(pending[index].content) {
                 continue  // settled below
-            } else if let started = link.gatewayStartedAt, started > since {
+            } else if let started = link.gatewayStartedAt, started > hold.answeredAt {
                 // Lost with the gateway's memory: written again (its key is forgotten too).
-                pending[index].place = .outbox
-                pending[index].writtenOn = nil
+                pending[index].delivery = .unconfirmed(hold: nil, attempts)
             } else {
-                pending[index].writtenOn = open.id
+                // Still with the gateway, as this connection knows now.
+                pending[index].delivery = .held(hold, attempts)
             }
         }
-        let lostAtCap = pending.filter { message in
-            message.place.isInGatewayQueue && !merge.found.contains(message.messageID) && dropped.contains(message.content)
+        let lostAtCap = pending.filter { (message: Pending) in
+            message.delivery.hold?.isInGatewayQueue == true && !merge.found.contains(message.messageID) && dropped.contains(message.content)
         }
         settle(lostAtCap.map(\.id), as: .failed, into: &actions) { _ in
             "dropped by the gateway: its session was busy and its queue, which holds 20 messages, was full; the gateway names it only in a summary turn and never answers it"
         }
-        let unknown = pending.filter { $0.everWritten && $0.writtenOn != open.id }.map(\.messageID)
+        let unknown = pending.filter { $0.everWritten && $0.delivery.isDueForWrite }.map(\.messageID)
         let confirmed = unknown.filter { merge.found.contains($0) }
         for id in confirmed + held {
             acknowledged(MessageAck(messageID: id, status: .received, serverTimestamp: now), now: now, into: &actions)
@@ -116,7 +114,7 @@ extension DeliveryStateMachine {
             } else if let started = link.gatewayStartedAt, run.startedAt < started {
                 // A session's first message is stored only with its first reply: a gateway that
                 // restarted before that has neither it nor its key. Written again, same key.
-                if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = sentMessages.last(where: { $0.id == owner }),
+                if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = transcript.sent.last(where: { $0.id == owner }),
                     sent.session.map({ $0 == link.sessionKey }) ?? true, merge.windowStart.map({ $0 <= sent.createdAt }) ?? true,
                     // Written again only when no entry of the window can be it: a copy is worse than a wait.
                     !result.messages.contains(where: { entry in
@@ -150,7 +148,7 @@ extension DeliveryStateMachine {
         pending.insert(
             Pending(
                 id: sent.id.value, sequence: first, content: sent.text, createdAt: sent.createdAt, strategy: .queued, kind: nil, retry: .default,
-                everWritten: true, firstWrittenAt: sent.createdAt, session: sent.session),
+                session: sent.session, delivery: .unconfirmed(hold: nil, Attempts(firstAt: sent.createdAt))),
             at: 0)
         actions.append(.persistRequeued(id: sent.id.value))
         actions.append(
@@ -160,31 +158,6 @@ extension DeliveryStateMachine {
                     detail:
                         "the gateway restarted before it stored this message (a session's first message is stored with its first reply): written again with its key"
                 )))
-    }
-
-    // MARK: What the transcript holds
-
-    /// Remembers a published entry: its content and status, the gateway entry it stands for,
-    /// and the text of a message Tether sent.
-    mutating func remember(_ entry: TranscriptEntry) {
-        if knownEntries[entry.id] == nil {
-            knownOrder.append(entry.id)
-            if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired, entry.isTethers {
-                sentMessages.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp, session: entry.session))
-            }
-        }
-        knownEntries[entry.id] = (entry.content, entry.status)
-        if let gatewayID = entry.gatewayID { publishedGatewayIDs[gatewayID] = entry.id }
-        if knownOrder.count > Self.knownLimit {
-            let excess = knownOrder.count - Self.knownLimit
-            for id in knownOrder.prefix(excess) { knownEntries[id] = nil }
-            knownOrder.removeFirst(excess)
-        }
-        if sentMessages.count > Self.knownLimit { sentMessages.removeFirst(sentMessages.count - Self.knownLimit) }
-        if publishedGatewayIDs.count > 2 * Self.knownLimit {
-            let kept = Set(knownOrder)
-            publishedGatewayIDs = publishedGatewayIDs.filter { kept.contains($0.value) }
-        }
     }
 }
 

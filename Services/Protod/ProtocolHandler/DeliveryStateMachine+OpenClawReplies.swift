@@ -12,7 +12,7 @@ extension DeliveryStateMachine {
         if let key = event.sessionKey, !link.names(key) { return }
         heardInSession(now: now)
         // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
-        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || knownEntries[MessageID(event.runId)] != nil
+        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || transcript.entries[MessageID(event.runId)] != nil
         guard ours else {
             // A run another client started (or the gateway's follow-up turn): Tether's messages
             // wait while it goes on; its messages come from the history, once it ended.
@@ -60,7 +60,7 @@ extension DeliveryStateMachine {
             }
             run.grewAt = now
             runs[event.runId] = run
-            if knownEntries[replyID]?.status == .received { return }
+            if transcript.entries[replyID]?.status == .received { return }
             setBotState(.typing, now: now, into: &actions)
             let due = (run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval)
             if due <= now { publishRun(event.runId, isFinal: false, now: now, into: &actions) } else { runs[event.runId]?.publicationDue = true }
@@ -77,7 +77,7 @@ extension DeliveryStateMachine {
             actions.append(
                 .publishEntry(
                     TranscriptEntry(
-                        id: replyID, sender: .bot(name: botName), content: run.text, timestamp: now, status: .received, inReplyTo: message,
+                        id: replyID, sender: .bot(name: bot.name), content: run.text, timestamp: now, status: .received, inReplyTo: message,
                         attribution: .gateway)))
             settleBotState(now: now, into: &actions)
         case .aborted, .error:
@@ -104,7 +104,7 @@ extension DeliveryStateMachine {
         actions.append(
             .publishEntry(
                 TranscriptEntry(
-                    id: run.replyID ?? MessageID(runID), sender: .bot(name: botName), content: run.text, timestamp: now, status: status,
+                    id: run.replyID ?? MessageID(runID), sender: .bot(name: bot.name), content: run.text, timestamp: now, status: status,
                     inReplyTo: run.inReplyTo, attribution: .gateway, detail: why)))
         settleBotState(now: now, into: &actions, detail: why)
     }
@@ -119,7 +119,7 @@ extension DeliveryStateMachine {
         let isPending = pending.contains { $0.id == event.runId }
         guard runs[event.runId] != nil || isPending else {
             // Another client's run, or the gateway's follow-up turn: Tether's messages wait for it.
-            if phase == "end" { otherRuns[event.runId] = nil } else if knownEntries[MessageID(event.runId)] == nil { otherRuns[event.runId] = now }
+            if phase == "end" { otherRuns[event.runId] = nil } else if transcript.entries[MessageID(event.runId)] == nil { otherRuns[event.runId] = now }
             return
         }
         var run =

@@ -7,23 +7,19 @@ import TetherWire
 extension DeliveryStateMachine {
     mutating func receive(_ message: WireMessage, now: Date, into actions: inout [Action]) {
         // Any frame shows the connection and the gateway's reader alive.
-        connection?.probeDeadline = nil
-        connection?.heardAt = now
-        connection?.verified = true
+        connection?.heard(at: now)
         if let sequence = Self.serverSequence(of: message) { session.lastSequence = max(session.lastSequence, sequence) }
         switch message {
         case .messageAck(let envelope):
             acknowledged(envelope.payload, now: now, into: &actions)
         case .botState(let envelope):
-            botName = envelope.payload.botName
-            botState = envelope.payload.state
-            botDetail = envelope.payload.detail
+            bot = BotPresence(name: envelope.payload.botName, state: envelope.payload.state, detail: envelope.payload.detail)
             actions.append(.retainBotState(envelope.payload))
         case .streamingChunk(let envelope):
             chunk(envelope.payload, sequence: envelope.sequence, now: now, into: &actions)
         case .chatMessage(let envelope):
             let chat = envelope.payload
-            if case .bot(let name) = chat.sender, !name.isEmpty { botName = name }
+            if case .bot(let name) = chat.sender, !name.isEmpty { bot.name = name }
             let (target, attribution) = attribute(chat.replyTo, now: now, into: &actions)
             actions.append(
                 .publishEntry(
@@ -77,7 +73,10 @@ extension DeliveryStateMachine {
     /// The gateway answered a resume: it replays and drops repeated ids. A new session means it restarted.
     mutating func resumed(_ answer: SessionResumed, now: Date, into actions: inout [Action]) {
         resumeSupport = .resumes
-        connection?.resumeAskedAt = nil
+        if case .seed(var link)? = connection?.dialect, case .asked? = link.resume {
+            link.resume = nil
+            connection?.dialect = .seed(link)
+        }
         if answer.sessionID != session.sessionID {
             session = SessionPoint(sessionID: answer.sessionID, lastSequence: answer.lastSequence)
         }
@@ -99,5 +98,118 @@ extension DeliveryStateMachine {
         }
         guard !awaitingReply.isEmpty else { return (nil, nil) }
         return (awaitingReply.removeFirst(), .order)
+    }
+}
+
+/// The seeds' dialect on a connection: `session.resume` first and after frames may have been
+/// lost in the bus; what was written again only to a gateway that drops repeated ids.
+enum SeedDialect: DeliveryDialect {
+    typealias Machine = DeliveryStateMachine
+
+    /// The resume's answer, a probe's, acknowledgements, replies that stopped growing.
+    static func deadlines(of machine: Machine, on open: Machine.Connection) -> [Date] {
+        guard case .seed(let link) = open.dialect else { return [] }
+        let settings = machine.settings
+        var deadlines: [Date] = []
+        if machine.resumeSupport == .unknown, case .asked(let asked)? = link.resume {
+            deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
+        }
+        // Until the gateway says whether it resumes, nothing written before a loss is decided.
+        guard machine.resumeSupport != .unknown || !machine.pending.contains(where: { machine.isUncertain($0, on: open.id) }) else { return deadlines }
+        if let probe = open.probeDeadline { deadlines.append(probe) }
+        deadlines += machine.acknowledgementDeadlines(on: open)
+        for stream in machine.streams.values {
+            if open.probeDeadline == nil {
+                deadlines.append(max(stream.grewAt, open.heard.lastAt).addingTimeInterval(settings.probeAfter))
+            }
+            deadlines.append(stream.grewAt.addingTimeInterval(settings.replyStallDeadline))
+        }
+        return deadlines
+    }
+
+    static func decide(_ machine: inout Machine, now: Date, into actions: inout [Machine.Action]) {
+        machine.decideSeed(now: now, into: &actions)
+    }
+
+    /// Without a gateway that resumes, what a reply still lacked is gone with the connection.
+    static func connectionEnded(_ machine: inout Machine, now: Date, into actions: inout [Machine.Action]) {
+        guard machine.resumeSupport != .resumes else { return }
+        for id in machine.openStreamsInOrder {
+            machine.cut(id, why: "the connection ended before the reply was complete", now: now, into: &actions)
+        }
+    }
+
+    /// What the gateway sent meanwhile may be lost too: the session is resumed again, from
+    /// the earliest point asked for.
+    static func wirePathLost(_ machine: inout Machine) {
+        guard case .seed(var link)? = machine.connection?.dialect else { return }
+        let after = if case .due(let after)? = link.resume { after } else { Int.max }
+        link.resume = .due(after: min(after, machine.session.lastSequence))
+        machine.connection?.dialect = .seed(link)
+    }
+
+    static func messageFrame(
+        _ index: Int, of machine: inout Machine, on open: Machine.Connection, now: Date, into actions: inout [Machine.Action]
+    ) -> Data? {
+        let message = machine.pending[index]
+        let chat = ChatMessage(id: message.messageID, content: message.content, sender: .user, timestamp: message.createdAt, status: .pending)
+        return try? machine.codec.encode(chatMessage: chat, sequence: message.sequence)
+    }
+
+    static func probeFrame(_ machine: inout Machine, now: Date) -> Data? {
+        try? machine.codec.encodePing(sequence: 0, timestamp: now)
+    }
+
+    /// The seeds' JSON sets no limit of its own: the bus's is checked before a send reaches protod.
+    static func refusal(for content: String, on open: Machine.Connection) -> Machine.Refusal? { nil }
+}
+
+extension DeliveryStateMachine {
+    /// What a seed-dialect connection needs now: the resume request, what may have been lost,
+    /// messages to write, probes, a replacement.
+    mutating func decideSeed(now: Date, into actions: inout [Action]) {
+        guard var open = decidable, case .seed(var link) = open.dialect else { return }
+        if case .due(let after)? = link.resume {
+            link.resume = .asked(at: now)
+            write(
+                try? codec.encode(
+                    SessionResume(sessionID: session.sessionID, lastSequence: after), type: WireMessageType.sessionResume.rawValue, sequence: 0),
+                on: open.epoch, into: &actions)
+        }
+        // A gateway that has not answered session.resume in time does not know it.
+        if resumeSupport == .unknown, case .asked(let asked)? = link.resume, now >= asked.addingTimeInterval(settings.probeDeadline) {
+            resumeSupport = .replaysNothing
+            link.resume = nil
+        }
+        open.dialect = .seed(link)
+        connection = open
+
+        // Frames written on this connection before the bus path dropped, or by a protod that
+        // died, may be lost: to a gateway that drops repeated ids they are written again;
+        // otherwise the connection is replaced (and they are written on the new one), never
+        // written twice on it.
+        let uncertain = pending.indices.filter { isUncertain(pending[$0], on: open.id) }
+        if !uncertain.isEmpty {
+            switch resumeSupport {
+            case .resumes:
+                for index in uncertain { pending[index].delivery = pending[index].delivery.unconfirmed }
+            case .replaysNothing:
+                return replace(reason: "frames to or from the gateway may have been lost in the bus", into: &actions)
+            case .unknown:
+                return  // until the gateway says whether it resumes
+            }
+        }
+
+        if let deadline = open.probeDeadline, now >= deadline {
+            recordOutcome(success: false, now: now, into: &actions)
+            actions.append(
+                .diagnose(
+                    DiagnosticEvent(kind: .probeFailed, detail: "the gateway answered no ping within \(Self.words(settings.probeDeadline)): connecting again")))
+            return replace(reason: "the gateway answered no ping within \(Self.words(settings.probeDeadline))", into: &actions)
+        }
+
+        writeDue(on: open, now: now, into: &actions)
+        checkOverdue(now: now, into: &actions)
+        checkStreams(now: now, into: &actions)
     }
 }

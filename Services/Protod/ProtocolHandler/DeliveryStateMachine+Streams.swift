@@ -22,7 +22,7 @@ extension DeliveryStateMachine {
             actions.append(
                 .publishEntry(
                     TranscriptEntry(
-                        id: id, sender: .bot(name: botName), content: progress.content, timestamp: now, status: .received, inReplyTo: stream.inReplyTo,
+                        id: id, sender: .bot(name: bot.name), content: progress.content, timestamp: now, status: .received, inReplyTo: stream.inReplyTo,
                         attribution: stream.attribution)))
             // A whole reply ends the bot's turn: a gateway that knows only the seeds' JSON may
             // never say idle, and one that does says it again.
@@ -93,16 +93,16 @@ extension DeliveryStateMachine {
         actions.append(
             .publishEntry(
                 TranscriptEntry(
-                    id: id, sender: .bot(name: botName), content: partial, timestamp: now, status: .incomplete, inReplyTo: stream.inReplyTo,
+                    id: id, sender: .bot(name: bot.name), content: partial, timestamp: now, status: .incomplete, inReplyTo: stream.inReplyTo,
                     attribution: stream.attribution, detail: why)))
         if streams.isEmpty { setBotState(.idle, detail: "reply incomplete: \(why)", now: now, into: &actions) }
     }
 
     /// Retains the bot's state when it, or what is said of it, changed.
     mutating func setBotState(_ state: BotState, detail: String? = nil, now: Date, into actions: inout [Action]) {
-        guard botState != state || botDetail != detail else { return }
-        botState = state
-        botDetail = detail
-        actions.append(.retainBotState(BotStateUpdate(state: state, botName: botName, detail: detail, timestamp: now)))
+        guard bot.state != state || bot.detail != detail else { return }
+        bot.state = state
+        bot.detail = detail
+        actions.append(.retainBotState(BotStateUpdate(state: state, botName: bot.name, detail: detail, timestamp: now)))
     }
 }

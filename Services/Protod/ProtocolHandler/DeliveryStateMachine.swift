@@ -1,5 +1,6 @@
 public import Foundation
 public import OpenClawWire
+public import TetherBus
 public import TetherSchema
 public import TetherService
 public import TetherWire
@@ -106,8 +107,23 @@ public struct DeliveryStateMachine: Sendable {
     public enum Admission: Sendable, Equatable {
         /// Commit it with this strategy (the fallback when the one asked for cannot deliver now).
         case commit(DeliveryStrategy, fallbackFrom: DeliveryStrategy?)
-        /// Refused, in words; nothing was committed. The actions say so on the bus.
-        case refuse(String, actions: [Action])
+        /// Refused, with a code and words; nothing was committed. The actions say so on the bus.
+        case refuse(Refusal, actions: [Action])
+    }
+
+    /// Why a send was refused before anything was committed.
+    public typealias Refusal = CodedError<RefusalCode>
+
+    /// The ways a send is refused.
+    public enum RefusalCode: String, ErrorCode {
+        /// Nothing to send, or only spaces and line breaks.
+        case empty
+        /// A `latestOnly` message names no kind, so nothing says what it replaces.
+        case noKind
+        /// Larger than the open gateway reads in one frame.
+        case tooLarge
+        /// The outbox holds as many messages never written as it may (and refuses when full).
+        case outboxFull
     }
 
     public let settings: Settings
@@ -116,31 +132,23 @@ public struct DeliveryStateMachine: Sendable {
     var pending: [Pending] = []
     var connection: Connection?
     var wireHeard = false
-    /// When the bus path to connd last dropped: frames written on the connection before it may be lost.
-    var wireLostAt: Date?
     /// What the gateway does with `session.resume`, as learnt on the latest connection that told.
     public internal(set) var resumeSupport = ResumeSupport.unknown
     var session = SessionPoint(sessionID: nil, lastSequence: 0)
-    private var savedSession = SessionPoint(sessionID: nil, lastSequence: 0)
-    private var sessionSavedAt = Date.distantPast
-    /// The server sequence to ask the gateway to resume after, once frames reach connd.
-    var resumeAfter: Int?
+    /// The point last saved for a restart, and when.
+    private var saved = (point: SessionPoint(sessionID: nil, lastSequence: 0), at: Date.distantPast)
     var assembler = StreamAssembler()
     var streams: [MessageID: OpenStream] = [:]
     /// Messages written and not yet matched to a reply, oldest first: a reply that does not
     /// say what it answers is matched to the first of them.
     var awaitingReply: [MessageID] = []
     static let awaitingReplyLimit = 1000
-    var botName = "Bot"
-    var botState: BotState = .idle
-    /// What was said with the bot's state (a model failure, why a reply is incomplete).
-    var botDetail: String?
+    /// The bot's name and state as last said on `bot.state`.
+    var bot = BotPresence()
     var health: HealthMonitor
     var suggestions = SuggestionBook()
-    private var lastSummary: OutboxSummary?
-    /// Messages that left without delivery since start, by final status, and the latest of them.
-    private var undelivered: [String: Int] = [:]
-    private var lastUndelivered: DeliveryUpdate?
+    /// What `outbox.summary` says of the messages that left undelivered.
+    private var tally = OutboxTally()
     var lastSession: ConversationSession?
     /// OpenClaw: the session the user chose, as they wrote it; new messages go to it.
     public internal(set) var chosenSession: String?
@@ -153,14 +161,10 @@ public struct DeliveryStateMachine: Sendable {
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
     /// gateway's follow-up turns), with when each was last heard of.
     var otherRuns: [String: Date] = [:]
-    /// OpenClaw: the user messages Tether knows it sent (from the journal and since), oldest
-    /// first, and the transcript's entries by id: what a history answer is matched against.
-    var sentMessages: [HistoryMerge.Sent] = []
-    var knownEntries: [MessageID: (content: String, status: DeliveryStatus)] = [:]
-    var knownOrder: [MessageID] = []
-    /// The ids entries of the gateway's transcript were published under, by their gateway id.
-    var publishedGatewayIDs: [String: MessageID] = [:]
-    static let knownLimit = 2000
+    /// What the transcript holds: what a history answer is matched against.
+    var transcript = TranscriptMemory()
+    /// How many recent transcript entries the machine keeps in mind (and is started with).
+    static let knownLimit = TranscriptMemory.limit
 
     public init(settings: Settings = Settings(), now: Date) {
         self.settings = settings
@@ -178,15 +182,20 @@ public struct DeliveryStateMachine: Sendable {
     public var healthState: HealthState { health.state }
     /// Whether a connection is open and frames reach connd.
     public var canWrite: Bool { connection != nil && wireHeard }
+    /// The open connection, while frames reach connd and it is not being replaced: what
+    /// protod decides about.
+    var decidable: Connection? {
+        guard let connection, wireHeard, !connection.isReplacing else { return nil }
+        return connection
+    }
     /// The dialect of the open connection (the seed dialect when none is open).
     public var dialect: WireDialect {
-        if case .openClaw? = connection?.dialect { return .openclaw }
-        return .seed
+        connection?.dialect.wire ?? .seed
     }
     /// The status of a pending message; nil when it is not pending.
     public func status(of id: String) -> DeliveryStatus? {
         pending.first { $0.id == id }.map { message in
-            if message.place.isInGatewayQueue { return .accepted }
+            if message.delivery.hold?.isInGatewayQueue == true { return .accepted }
             return message.everWritten ? .sent : .queued
         }
     }
@@ -198,35 +207,15 @@ public struct DeliveryStateMachine: Sendable {
         for message in pending where !message.everWritten {
             deadlines.append(message.createdAt.addingTimeInterval(settings.expiry))
         }
-        if resumePoint != savedSession { deadlines.append(sessionSavedAt.addingTimeInterval(Self.sessionSaveInterval)) }
+        if resumePoint != saved.point { deadlines.append(saved.at.addingTimeInterval(Self.sessionSaveInterval)) }
         for stream in streams.values where stream.publicationDue {
             deadlines.append((stream.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
         }
         for run in runs.values where run.publicationDue {
             deadlines.append((run.publishedAt ?? .distantPast).addingTimeInterval(settings.streamInterval))
         }
-        // What the open connection is waiting for, while frames reach it and it is not being replaced.
-        if let connection, wireHeard, !connection.replacing, case .openClaw(let link) = connection.dialect {
-            deadlines += openClawDeadlines(connection, link)
-        } else if let connection, wireHeard, !connection.replacing {
-            if resumeSupport == .unknown, let asked = connection.resumeAskedAt {
-                deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
-            }
-            let waitingForCapability = resumeSupport == .unknown && pending.contains { $0.writtenOn == connection.id && isUncertain($0) }
-            if !waitingForCapability {
-                if let probe = connection.probeDeadline { deadlines.append(probe) }
-                for message in pending where message.writtenOn == connection.id {
-                    if let due = message.acknowledgementDue { deadlines.append(due) }
-                    if let late = message.lateAt { deadlines.append(late) }
-                }
-                for stream in streams.values {
-                    if connection.probeDeadline == nil {
-                        deadlines.append(max(stream.grewAt, connection.heardAt).addingTimeInterval(settings.probeAfter))
-                    }
-                    deadlines.append(stream.grewAt.addingTimeInterval(settings.replyStallDeadline))
-                }
-            }
-        }
+        // What the open connection is waiting for.
+        if let open = decidable { deadlines += open.dialect.rules.deadlines(of: self, on: open) }
         return deadlines.min()
     }
 
@@ -235,7 +224,8 @@ public struct DeliveryStateMachine: Sendable {
     /// Decides whether a send may be committed; nothing changes until ``Event/accepted(_:fallbackFrom:)``.
     public mutating func admit(_ request: SendMessageCommand.Request, now: Date) -> Admission {
         guard !request.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-            return .refuse(request.content.isEmpty ? "the message is empty" : "the message is empty: only spaces or line breaks", actions: [])
+            return .refuse(
+                Refusal(.empty, request.content.isEmpty ? "the message is empty" : "the message is empty: only spaces or line breaks"), actions: [])
         }
         var strategy = request.strategy ?? .queued
         var fallbackFrom: DeliveryStrategy?
@@ -243,12 +233,8 @@ public struct DeliveryStateMachine: Sendable {
             fallbackFrom = strategy
             strategy = fallback
         }
-        if strategy == .latestOnly, request.kind == nil { return .refuse("latestOnly needs a kind", actions: []) }
-        if case .openClaw(let link)? = connection?.dialect, !link.fits(request.content) {
-            return .refuse(
-                "the message is \(request.content.utf8.count) bytes; the gateway reads frames of at most \(link.maximumPayload ?? 0) bytes: shorten it",
-                actions: [])
-        }
+        if strategy == .latestOnly, request.kind == nil { return .refuse(Refusal(.noKind, "latestOnly needs a kind"), actions: []) }
+        if let open = connection, let refusal = open.dialect.rules.refusal(for: request.content, on: open) { return .refuse(refusal, actions: []) }
         // A latestOnly message replaces a waiting one of its kind: it takes no more room.
         let replacesOne = strategy == .latestOnly && pending.contains { !$0.everWritten && $0.kind == request.kind && $0.strategy == .latestOnly }
         guard replacesOne || queuedCount < settings.maximumQueued || settings.whenFull == .dropOldest else {
@@ -257,7 +243,10 @@ public struct DeliveryStateMachine: Sendable {
             ]
             offer(Suggestions.outboxFull, now: now, into: &actions)
             return .refuse(
-                "the outbox is full: \(queuedCount) messages wait to be sent (at most \(settings.maximumQueued)); this one was not queued, send it again once they have gone out",
+                Refusal(
+                    .outboxFull,
+                    "the outbox is full: \(queuedCount) messages wait to be sent (at most \(settings.maximumQueued)); this one was not queued, send it again once they have gone out"
+                ),
                 actions: actions)
         }
         return .commit(strategy, fallbackFrom: fallbackFrom)
@@ -269,11 +258,11 @@ public struct DeliveryStateMachine: Sendable {
     public mutating func handle(_ event: Event, now: Date) -> [Action] {
         var actions: [Action] = []
         switch event {
-        case .started(let messages, let saved, let recent, let chosen):
+        case .started(let messages, let point, let recent, let chosen):
             if let chosen { chosenSession = chosen }
-            session = saved
-            savedSession = saved
-            for entry in recent { remember(entry) }
+            session = point
+            saved.point = point
+            for entry in recent { transcript.remember(entry) }
             pending = messages.filter { [.queued, .sent, .accepted].contains($0.status) }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
             awaitingReply = pending.filter(\.everWritten).map(\.messageID)
             actions.append(.retainHealth(health.report))
@@ -291,26 +280,23 @@ public struct DeliveryStateMachine: Sendable {
         case .connectionUp(let epoch, let id, let gateway):
             guard connection?.id != id else { break }
             connectionEnded(now: now, into: &actions)
-            if let gateway, gateway.dialect == .openclaw {
-                let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
-                mainSessionKey = gateway.mainSessionKey
-                chattingIn = link.sessionKey
-                connection = Connection(epoch: epoch, id: id, heardAt: now, dialect: .openClaw(link))
-                openClawConnectionUp(now: now, into: &actions)
-                break
+            // Written by a protod before this one on another connection: unconfirmed here. On
+            // this one (connd kept it open), its frame may be lost: it stays uncertain.
+            for index in pending.indices {
+                if case .uncertain(let on, _, _) = pending[index].delivery, on != id { pending[index].delivery = pending[index].delivery.unconfirmed }
             }
-            connection = Connection(epoch: epoch, id: id, heardAt: now)
-            // First ask for what the gateway sent while this client could not hear it.
-            resumeAfter = session.lastSequence
+            if let gateway, gateway.dialect == .openclaw {
+                openClawConnectionUp(epoch: epoch, id: id, gateway: gateway, now: now)
+            } else {
+                // First ask for what the gateway sent while this client could not hear it.
+                connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .seed(SeedLink(resume: .due(after: session.lastSequence))))
+            }
         case .connectionDown:
             connectionEnded(now: now, into: &actions)
         case .wirePath(let heard):
             guard heard != wireHeard else { break }
             wireHeard = heard
-            if !heard {
-                wireLostAt = now
-                if connection != nil { resumeAfter = min(resumeAfter ?? .max, session.lastSequence) }
-            }
+            if !heard { wirePathLost() }
         case .frame(let message):
             receive(message, now: now, into: &actions)
         case .openClawFrame(let frame):
@@ -323,17 +309,13 @@ public struct DeliveryStateMachine: Sendable {
         publishDueStreams(now: now, into: &actions)
         publishDueRuns(now: now, into: &actions)
         nameSessions(in: &actions)
-        for case .publishEntry(let entry) in actions { remember(entry) }
+        for case .publishEntry(let entry) in actions { transcript.remember(entry) }
         if let current = conversation, current != lastSession {
             lastSession = current
             actions.append(.retainSession(current))
         }
         saveSession(now: now, into: &actions)
-        let summary = OutboxSummary(pending: pending.count, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
-        if lastSummary != summary {
-            lastSummary = summary
-            actions.append(.retainSummary(summary))
-        }
+        if let summary = tally.changedSummary(pending: pending.count) { actions.append(.retainSummary(summary)) }
         // Frames first, in the order chosen: the gateway's answer is the slow part of a round
         // trip, so a frame does not wait for the journal writes and publications of its own
         // event. Those keep their order among themselves.
@@ -344,24 +326,28 @@ public struct DeliveryStateMachine: Sendable {
     /// a chunk moves it, and losing the last second of it costs only frames replayed twice.
     private mutating func saveSession(now: Date, into actions: inout [Action]) {
         let point = resumePoint
-        guard point != savedSession, now >= sessionSavedAt.addingTimeInterval(Self.sessionSaveInterval) else { return }
-        savedSession = point
-        sessionSavedAt = now
+        guard point != saved.point, now >= saved.at.addingTimeInterval(Self.sessionSaveInterval) else { return }
+        saved = (point, now)
         actions.append(.saveSession(point))
     }
 
     static let sessionSaveInterval: TimeInterval = 1
 
     private static func pending(_ message: OutboxMessage) -> Pending {
-        Pending(
-            id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
-            strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy,
-            everWritten: message.status != .queued, writtenOn: message.sentConnection, writtenAt: message.lastSentAt,
-            // Written by an earlier protod: when first is not kept, so no later than it was made.
-            firstWrittenAt: message.status == .queued ? nil : message.createdAt, restored: message.status == .sent,
+        // Written by an earlier protod: when first is not kept, so no later than it was made.
+        let attempts = Attempts(firstAt: message.createdAt)
+        let delivery: Delivery =
+            switch message.status {
             // The gateway said it holds it: the history decides, as before the restart.
-            place: message.status == .accepted ? .inGatewayQueue(since: message.acceptedAt ?? message.lastSentAt ?? message.createdAt) : .outbox,
-            session: message.session)
+            case .accepted: .unconfirmed(hold: .inGatewayQueue(since: message.acceptedAt ?? message.lastSentAt ?? message.createdAt), attempts)
+            // Its frame may have died with that protod in the bus.
+            case .sent: message.sentConnection.map { .uncertain(on: $0, hold: nil, attempts) } ?? .unconfirmed(hold: nil, attempts)
+            default: .queued(toldWaiting: false)
+            }
+        return Pending(
+            id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
+            strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy, session: message.session,
+            delivery: delivery)
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the
@@ -435,10 +421,7 @@ public struct DeliveryStateMachine: Sendable {
         for message in ending {
             let update = DeliveryUpdate(id: message.messageID, status: status, detail: detail(message))
             actions.append(.publishDelivery(update))
-            if update.status != .delivered {
-                undelivered[update.status.rawValue, default: 0] += 1
-                lastUndelivered = update
-            }
+            tally.count(update)
         }
     }
 
@@ -454,4 +437,27 @@ public struct DeliveryStateMachine: Sendable {
 
 extension DeliveryStateMachine: DrivenMachine {
     public static var timePassed: Event { .tick }
+}
+
+/// What `outbox.summary` says beside the messages pending: those that left without delivery
+/// since protod started, by final status, and the latest of them.
+struct OutboxTally: Sendable {
+    private var undelivered: [String: Int] = [:]
+    private var lastUndelivered: DeliveryUpdate?
+    private var lastRetained: OutboxSummary?
+
+    /// Counts a message's final status (a delivered one is not counted).
+    mutating func count(_ update: DeliveryUpdate) {
+        guard update.status != .delivered else { return }
+        undelivered[update.status.rawValue, default: 0] += 1
+        lastUndelivered = update
+    }
+
+    /// The summary with `pending` messages, when it differs from the one retained last.
+    mutating func changedSummary(pending: Int) -> OutboxSummary? {
+        let summary = OutboxSummary(pending: pending, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
+        guard summary != lastRetained else { return nil }
+        lastRetained = summary
+        return summary
+    }
 }

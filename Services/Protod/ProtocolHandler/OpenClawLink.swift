@@ -122,45 +122,6 @@ struct OpenClawLink: Sendable, Equatable {
     }
 }
 
-/// Where an OpenClaw message stands between the outbox and the gateway's transcript. The
-/// gateway stores a message when its turn starts; until then it may hold it in memory only.
-enum OpenClawPlace: Sendable, Equatable {
-    /// In the outbox, not written on the open connection.
-    case outbox
-    /// In the outbox, waiting for the reply in progress in its session to end (said once), so
-    /// that the gateway runs it at once, with a run and a reply of its own.
-    case behindRun
-    /// Written; the gateway has not answered.
-    case written
-    /// The gateway answered `started` or `in_flight`; no sign of its run yet (a delta, an
-    /// `agent` event, a final with text), which is what says it was stored.
-    case accepted(at: Date)
-    /// The gateway answered `started` and then ended the run with an empty `final`: it holds the
-    /// message in the busy session's queue, in memory, to run later as a follow-up turn under a
-    /// run id of its own. The history says when it ran, or that the queue's cap dropped it; a
-    /// gateway that restarted since lost it.
-    case inGatewayQueue(since: Date)
-    /// Accepted or in the gateway's queue, and the session has been quiet for the reply stall
-    /// deadline since: it no longer holds later messages back; the history still decides.
-    case quiet(since: Date, queued: Bool)
-
-    /// The gateway said it holds the message in its queue.
-    var isInGatewayQueue: Bool {
-        switch self {
-        case .inGatewayQueue, .quiet(_, queued: true): true
-        default: false
-        }
-    }
-
-    /// When the gateway answered for it, if it did and has not shown it stored.
-    var answeredAt: Date? {
-        switch self {
-        case .accepted(let at), .inGatewayQueue(let at), .quiet(let at, _): at
-        case .outbox, .behindRun, .written: nil
-        }
-    }
-}
-
 /// A reply being streamed on OpenClaw: one run.
 struct OpenClawRun: Sendable, Equatable {
     /// The message it answers (the run id is that message's id), when it is Tether's.

@@ -175,13 +175,13 @@ actor ProtocolEngine {
         let (outbox, storage, settings, logger) = (self.outbox, self.storage, self.settings, self.logger)
         return try await driver.perform { context in
             switch context.machine.admit(request, now: context.now) {
-            case .refuse(let reason, let actions):
+            case .refuse(let refusal, let actions):
                 // The same id sent again is answered with where it stands, even when a new one would be refused.
                 if let existing = try await outbox.message(id: request.id.value) {
                     return SendMessageCommand.Reply(id: request.id, status: existing.status, accepted: false)
                 }
                 await context.carryOut(actions)
-                throw CommandError(reason)
+                throw CommandError(refusal.description)
             case .commit(let strategy, let fallbackFrom):
                 let enqueued: (OutboxMessage, inserted: Bool)
                 do {
