@@ -1,8 +1,8 @@
 public import Foundation
-public import OpenClawWire
+import OpenClawWire
 public import TetherSchema
-public import TetherService
-public import TetherWire
+import TetherService
+import TetherWire
 
 extension DeliveryStateMachine {
     // MARK: The connection

@@ -1,5 +1,5 @@
-public import Foundation
-public import OpenClawWire
+import Foundation
+import OpenClawWire
 import TetherSchema
 import TetherWire
 

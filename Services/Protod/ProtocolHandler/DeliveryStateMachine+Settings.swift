@@ -1,8 +1,8 @@
 public import Foundation
-public import OpenClawWire
-public import TetherSchema
-public import TetherService
-public import TetherWire
+import OpenClawWire
+import TetherSchema
+import TetherService
+import TetherWire
 
 /// What a full outbox does with a new message.
 public enum OverflowPolicy: String, Sendable, CaseIterable {

@@ -1,8 +1,8 @@
-public import Foundation
-public import OpenClawWire
-public import TetherSchema
-public import TetherService
-public import TetherWire
+import Foundation
+import OpenClawWire
+import TetherSchema
+import TetherService
+import TetherWire
 
 /// What the machine keeps of each message, reply and connection.
 extension DeliveryStateMachine {
