@@ -9,11 +9,11 @@ import Glibc
 /// Announces a front end on the bus while it runs, so that connd knows one is attached:
 /// a presence every second, and one saying it leaves when it stops.
 public struct PresenceAnnouncer: Sendable {
-    private let bus: BusClient
+    private let bus: any Bus
     private let frontEnd: String
     private let instance = UUID().uuidString.lowercased()
 
-    public init(bus: BusClient, frontEnd: String) {
+    public init(bus: any Bus, frontEnd: String) {
         self.bus = bus
         self.frontEnd = frontEnd
     }

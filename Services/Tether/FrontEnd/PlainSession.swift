@@ -13,10 +13,10 @@ import Glibc
 /// connection, the network and the bot announced in words. Lines typed on standard input
 /// are sent.
 public struct PlainSession: Sendable {
-    private let bus: BusClient
+    private let bus: any Bus
     private let frame: FirstFrame
 
-    public init(bus: BusClient, frame: FirstFrame) {
+    public init(bus: any Bus, frame: FirstFrame) {
         self.bus = bus
         self.frame = frame
     }

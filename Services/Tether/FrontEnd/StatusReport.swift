@@ -28,7 +28,7 @@ public struct StatusReport: Sendable, Codable {
     /// new has come for `quiet`, or after `limit` whatever came (a program that is not running
     /// retains nothing).
     public static func gather(
-        bus: BusClient, quiet: Duration = .milliseconds(25), limit: Duration = .milliseconds(1500)
+        bus: any Bus, quiet: Duration = .milliseconds(25), limit: Duration = .milliseconds(1500)
     ) async throws(BusError) -> StatusReport {
         let subscription = try await bus.subscribe(
             to: [

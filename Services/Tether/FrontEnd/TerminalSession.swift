@@ -10,7 +10,7 @@ import TetherWire
 /// it reads keys, hands the actions they ask for to Swift concurrency and draws the screen
 /// whenever it changed. Bus messages reach the screen's state from async tasks through a lock.
 public final class TerminalSession: Sendable {
-    private let bus: BusClient
+    private let bus: any Bus
     private let screen: Mutex<ChatScreen>
     private let dirty = Atomic<Bool>(true)
     private let actions: AsyncStream<TerminalEvent>
@@ -28,7 +28,7 @@ public final class TerminalSession: Sendable {
     public static let frontEndName = "tether"
 
     /// Opens the session on `frame`, snapd's first frame.
-    public init(bus: BusClient, frame: FirstFrame) {
+    public init(bus: any Bus, frame: FirstFrame) {
         self.bus = bus
         screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0))
         (actions, post) = AsyncStream.makeStream()

@@ -46,9 +46,9 @@ public struct WebBridge: Sendable {
     /// How many stored entries a page starts with.
     public static let firstFrameEntries = 200
 
-    private let bus: BusClient
+    private let bus: any Bus
 
-    public init(bus: BusClient) {
+    public init(bus: any Bus) {
         self.bus = bus
     }
 

@@ -31,7 +31,7 @@ public struct WebConfiguration: Sendable {
 public enum WebServer {
     /// The services of tether-web: the web application, and what follows the connection for
     /// a new page's first frame.
-    public static func makeServices(configuration: WebConfiguration, bus: BusClient, logger: Logger) throws -> [any Service] {
+    public static func makeServices(configuration: WebConfiguration, bus: any Bus, logger: Logger) throws -> [any Service] {
         let connection = LatestConnection()
         return [
             try makeApplication(configuration: configuration, bus: bus, connection: connection, logger: logger),
@@ -41,7 +41,7 @@ public enum WebServer {
 
     /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/ws`.
     static func makeApplication(
-        configuration: WebConfiguration, bus: BusClient, connection: LatestConnection, logger: Logger
+        configuration: WebConfiguration, bus: any Bus, connection: LatestConnection, logger: Logger
     ) throws -> some ApplicationProtocol {
         let bridge = WebBridge(bus: bus)
         let pages = PagePresence(bus: bus)
@@ -148,7 +148,7 @@ final class PagePresence: Sendable {
     private let state: Mutex<(open: Int, announcing: Task<Void, Never>?)> = Mutex((0, nil))
     private let announcer: PresenceAnnouncer
 
-    init(bus: BusClient) {
+    init(bus: any Bus) {
         announcer = PresenceAnnouncer(bus: bus, frontEnd: WebBridge.frontEnd)
     }
 
@@ -174,7 +174,7 @@ final class PagePresence: Sendable {
 
 /// Follows `conn.state` for a new page's first frame.
 struct ConnectionFollower: Service {
-    let bus: BusClient
+    let bus: any Bus
     let latest: LatestConnection
 
     func run() async throws {
