@@ -87,6 +87,25 @@ import TetherWire
         #expect(shown == "ghij")
         #expect(column == 4)
     }
+
+    /// The window starts at the first position from which the text before the cursor takes
+    /// fewer columns than the width, whatever the characters (wide, combining, control).
+    @Test func theComposerWindowStartsWhereTheCursorStillFits() {
+        let alphabet: [Character] = ["a", "b", " ", "你", "好", "😀", "e\u{301}", "\u{7}", "é"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let text = (0..<Int.random(in: 0...60, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            let cursor = Int.random(in: 0...text.count, using: &generator)
+            let width = Int.random(in: 1...12, using: &generator)
+            var start = 0
+            while start < cursor && TerminalText.columns(of: text[start..<cursor]) >= width { start += 1 }
+            let (shown, column) = TerminalText.window(text, cursor: cursor, width: width)
+            #expect(column == TerminalText.columns(of: text[start..<cursor]), "\(text) cursor \(cursor) width \(width)")
+            #expect(column < width || cursor == start)
+            #expect(shown.hasPrefix(String(text[start..<cursor])), "\(text) cursor \(cursor) width \(width)")
+            #expect(TerminalText.columns(of: shown) <= width)
+        }
+    }
 }
 
 @Suite struct ChatScreenTests {

@@ -77,10 +77,18 @@ enum TerminalText {
     }
 
     /// The part of `characters` to show in `width` columns so that the cursor is visible,
-    /// and the cursor's column within it.
+    /// and the cursor's column within it: it starts as far left as leaves the cursor within
+    /// the width. Measured from the cursor back and on to the width, so that a key costs the
+    /// window's length, not the text's.
     static func window(_ characters: [Character], cursor: Int, width: Int) -> (String, Int) {
-        var start = 0
-        while start < cursor && columns(of: characters[start..<cursor]) >= width { start += 1 }
+        var start = cursor
+        var beforeCursor = 0
+        while start > 0 {
+            let taken = columns(of: characters[start - 1])
+            guard beforeCursor + taken < width else { break }
+            start -= 1
+            beforeCursor += taken
+        }
         var shown = ""
         var used = 0
         for character in characters[start...] {
@@ -89,6 +97,6 @@ enum TerminalText {
             shown.append(character)
             used += taken
         }
-        return (shown, columns(of: characters[start..<cursor]))
+        return (shown, beforeCursor)
     }
 }
