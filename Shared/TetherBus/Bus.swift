@@ -29,6 +29,8 @@ public protocol Bus: Sendable {
     func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError)
     /// Answers a command with an error: its code and words.
     func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError)
+    /// What this client counted: messages published, received and dropped (its heartbeat says them).
+    var statistics: BusCounters { get }
 }
 
 extension Bus {

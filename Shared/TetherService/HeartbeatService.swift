@@ -14,7 +14,7 @@ public struct HeartbeatService: Service {
     /// The shortest time between two beats: a burst of changes makes one beat a second.
     public static let spacing = Duration.seconds(1)
 
-    private let bus: BusClient
+    private let bus: any Bus
     private let program: String
     private let state: @Sendable () -> String
     private let stateChanged: ChangeSignal?
@@ -26,7 +26,7 @@ public struct HeartbeatService: Service {
     ///   - stateChanged: notified when `state` would read differently.
     ///   - counters: the program's own counters, sent with each beat.
     public init(
-        bus: BusClient, program: String, state: @escaping @Sendable () -> String = { "running" }, stateChanged: ChangeSignal? = nil,
+        bus: any Bus, program: String, state: @escaping @Sendable () -> String = { "running" }, stateChanged: ChangeSignal? = nil,
         counters: ProgramCounters? = nil
     ) {
         self.bus = bus

@@ -87,6 +87,13 @@ public final class InMemoryBus: Sendable {
             bus.answer(command, with: .failure(.remote(endpoint: command.endpoint, error: error)))
         }
 
+        /// The messages this client published; nothing is dropped in memory.
+        public var statistics: BusCounters {
+            var counters = BusCounters()
+            counters.published = bus.state.withLock { $0.sequences[source] ?? 0 }
+            return counters
+        }
+
         private static func encode(_ payload: some Encodable) throws(BusError) -> Data {
             do {
                 return try BusSchema.makeEncoder().encode(payload)
