@@ -173,6 +173,7 @@ import TetherSchema
         #expect(suspend.accepted && suspend.actions == [.closeGracefully(attempt: 1)])
         #expect(rig.state == .suspended(.command))
         #expect(rig.send(.outbound(WireFrame(epoch: 1, text: "late"))) == [], "closing: nothing more is written")
+        #expect(rig.send(.attempt(1, .text("last", date: Date()))) == [.publishInbound(epoch: 1, text: "last")], "what the gateway still sends is carried")
         #expect(rig.send(.attempt(1, .ended(nil))) == [.end(attempt: 1)], "closed in time")
         #expect(rig.state == .suspended(.command), "a closing connection's end is no loss")
         let resume = rig.command(.resume)

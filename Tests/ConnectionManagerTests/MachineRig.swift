@@ -39,6 +39,7 @@ struct MachineRig {
     }
 
     /// A command now: whether it was taken, and its actions as ``send(_:)`` returns them.
+    @discardableResult
     mutating func command(_ command: ConnectionCommand.Action) -> (accepted: Bool, actions: [Action]) {
         let (accepted, actions) = machine.command(command, now: now)
         return (accepted, keep(actions))

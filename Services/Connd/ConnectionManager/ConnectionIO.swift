@@ -68,7 +68,7 @@ actor ConnectionIO {
         case .write(let id, let text):
             attempts[id]?.outgoing?.yield(.text(text))
         case .ping(let id):
-            // Beside the writes, not behind them, as the gateway's pongs are.
+            // Sent beside the text messages, not queued behind them: a long write does not hold the heartbeat up.
             guard let connection = attempts[id]?.connection else { return }
             let driver = self.driver
             addJob.yield {

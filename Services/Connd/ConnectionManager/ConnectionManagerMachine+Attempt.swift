@@ -7,14 +7,16 @@ import TetherSchema
 extension ConnectionManagerMachine {
     typealias Report = AttemptReport
 
-    /// What the attempt `id` reported. Reports of an attempt given up change nothing, but
-    /// the end of a connection closing.
+    /// What the attempt `id` reported. Reports of an attempt given up change nothing; a
+    /// connection closing still carries what the gateway sends, until it ends.
     mutating func attemptReported(_ id: Int, _ report: Report, now: Instant) -> [Action] {
-        if closing[id] != nil {
+        if let closed = closing[id] {
             switch report {
             case .ended, .failed:
                 closing[id] = nil
                 return [.end(attempt: id)]
+            case .text(let text, _):
+                return closed.epoch.map { [.publishInbound(epoch: $0, text: text)] } ?? []
             default:
                 return []
             }

@@ -7,7 +7,7 @@ extension ConnectionManagerMachine {
     /// The next moment something is due; the driver sends `timePassed` then. Knocks and
     /// credential readings awaited are not due again until they are answered.
     var nextDeadline: Instant? {
-        var dues = [frontEnds.nextDeadline, retryDue, current?.deadline] + closing.values.map(Optional.some)
+        var dues = [frontEnds.nextDeadline, retryDue, current?.deadline] + closing.values.map { Optional($0.deadline) }
         if !knockInFlight { dues += [retryKnocks?.next, nextFailedKnock] }
         if !credentialCheckInFlight { dues.append(nextCredentialCheck) }
         return dues.compactMap(\.self).min()
@@ -15,7 +15,7 @@ extension ConnectionManagerMachine {
 
     mutating func timePassed(now: Instant) -> [Action] {
         var actions = frontEndActions(frontEnds.timePassed(at: now), now: now)
-        for (id, deadline) in closing where now >= deadline {
+        for (id, closed) in closing where now >= closed.deadline {
             // The gateway did not answer the close in time: the connection is cut.
             closing[id] = nil
             actions.append(.end(attempt: id))

@@ -125,8 +125,8 @@ struct ConnectionManagerMachine: Sendable {
     var frontEnds: FrontEndTracker
     /// The attempt under way, or the connection it opened.
     var current: ConnectionAttempt?
-    /// Connections closing gracefully, by attempt id: when they are cut if still open.
-    var closing: [Int: Instant] = [:]
+    /// Connections closing gracefully, by attempt id.
+    var closing: [Int: Closing] = [:]
     /// The id of the last attempt started.
     var lastAttemptID = 0
     /// What the open connection's gateway said of itself.
@@ -155,6 +155,14 @@ struct ConnectionManagerMachine: Sendable {
     /// Stopping: waiting for the connections closing.
     var stopping = false
     private var finished = false
+
+    /// A connection closing gracefully: what the gateway still sends until it answers the
+    /// close is carried, with the connection's epoch.
+    struct Closing: Sendable, Equatable {
+        /// When it is cut if still open.
+        var deadline: Instant
+        var epoch: Int?
+    }
 
     /// Knocking at the gateway's port while a retry waits.
     struct RetryKnocks: Sendable, Equatable {
@@ -260,7 +268,8 @@ struct ConnectionManagerMachine: Sendable {
             guard let attempt = current else { return [] }
             current = nil
             guard let deadline else { return [.end(attempt: attempt.id)] }
-            closing[attempt.id] = now + deadline
+            let epoch: Int? = if case .open(let epoch, _) = attempt.phase { epoch } else { nil }
+            closing[attempt.id] = Closing(deadline: now + deadline, epoch: epoch)
             return [.closeGracefully(attempt: attempt.id)]
         }
     }
