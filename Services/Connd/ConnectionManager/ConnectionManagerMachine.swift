@@ -127,7 +127,9 @@ struct ConnectionManagerMachine: Sendable {
     var current: ConnectionAttempt?
     /// Connections closing gracefully, by attempt id.
     var closing: [Int: Closing] = [:]
-    /// The id of the last attempt started.
+    /// The id of the last attempt started. Attempts are numbered here: a report names its
+    /// attempt, and one from an attempt this machine has ended changes nothing (as the
+    /// supervisor's machine ignores the exit of a pid that is no longer its program's).
     var lastAttemptID = 0
     /// What the open connection's gateway said of itself.
     var gateway: GatewayInfo?
