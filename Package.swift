@@ -257,9 +257,10 @@ let package = Package(
             .testTarget(
                 name: "ConnectionManagerTests",
                 dependencies: [
-                    "ConnectionManager", "OpenClawWire", "TetherBus", "TetherSchema", "TetherService", "TetherTesting",
+                    "ConnectionManager", "OpenClawWire", "TetherBus", "TetherSchema", "TetherService", "TetherTesting", .logging,
                     .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                    .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Tests/ConnectionManagerTests",
                 swiftSettings: swiftSettings

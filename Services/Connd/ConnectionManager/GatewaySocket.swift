@@ -13,8 +13,6 @@ struct GatewaySocketError: Error, CustomStringConvertible, Equatable {
         case invalidURL
         /// The gateway answered the upgrade request without switching protocols.
         case upgradeRefused
-        /// The TCP connect, TLS handshake and upgrade took longer than the deadline.
-        case upgradeTimedOut(Duration)
         /// A message from the gateway was larger than the largest accepted.
         case messageTooLarge(limit: Int)
         /// A text message from the gateway was not UTF-8.
@@ -27,7 +25,6 @@ struct GatewaySocketError: Error, CustomStringConvertible, Equatable {
         switch code {
         case .invalidURL: "not a ws:// or wss:// URL with a host"
         case .upgradeRefused: "the gateway refused the WebSocket upgrade"
-        case .upgradeTimedOut(let deadline): "the WebSocket upgrade did not complete within \(deadline)"
         case .messageTooLarge(let limit): "a message from the gateway was over \(limit) bytes"
         case .invalidText: "a text message from the gateway was not UTF-8"
         }
@@ -43,14 +40,15 @@ struct GatewayCloseFrame: Sendable, Equatable {
 /// A WebSocket client connection to the gateway, on SwiftNIO.
 ///
 /// Written for connd rather than taken from a WebSocket library because connd must own
-/// the socket's whole life: the upgrade runs under a deadline and the socket is closed
-/// when the deadline passes or the gateway refuses the upgrade (a refused upgrade must not
-/// leave a socket in CLOSE-WAIT), and pings and pongs are connd's, for the heartbeat.
+/// the socket's whole life: the socket is closed when the task is cancelled during the
+/// upgrade (connd gives an upgrade up at its deadline) or the gateway refuses the upgrade (a
+/// refused upgrade must not leave a socket in CLOSE-WAIT), and pings and pongs are connd's,
+/// for the heartbeat.
 enum GatewaySocket {
-    /// Connects, upgrades to a WebSocket within `deadline` (from the start of the TCP
-    /// connect to the end of the upgrade) and runs `session` with the open connection;
-    /// returns the gateway's close frame, or nil when the connection ended without one (it
-    /// dropped, or the session aborted it).
+    /// Connects (the TCP connect given up after `deadline`), upgrades to a WebSocket and runs
+    /// `session` with the open connection; returns the gateway's close frame, or nil when the
+    /// connection ended without one (it dropped, or the session aborted it). Cancelling the
+    /// task closes the socket, during the upgrade as after it.
     static func connect(
         url: String, headers: HTTPHeaders, tls: TLSConfiguration?, maximumMessageSize: Int, deadline: Duration,
         session: @Sendable (GatewayConnection) async throws -> Void
@@ -66,8 +64,7 @@ enum GatewaySocket {
         requestHeaders.replaceOrAdd(name: "Host", value: components.port.map { "\(host):\($0)" } ?? host)
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
 
-        let giveUpAt = ContinuousClock.now + deadline
-        // The channel, once there is one, so that the deadline can close it.
+        // The channel, once there is one, so that cancelling the task can close it.
         let opened = Mutex<(any Channel)?>(nil)
         let timeout = TimeAmount.nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000)
         let upgrade: EventLoopFuture<UpgradeResult> = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -98,8 +95,10 @@ enum GatewaySocket {
         // Whatever happens from here, the socket is closed before this returns or throws.
         let result: UpgradeResult
         do {
-            result = try await withDeadline(giveUpAt, reporting: deadline, onTimeout: { channel?.close(promise: nil) }) {
+            result = try await withTaskCancellationHandler {
                 try await upgrade.get()
+            } onCancel: {
+                channel?.close(promise: nil)
             }
         } catch {
             channel?.close(promise: nil)
@@ -124,26 +123,6 @@ enum GatewaySocket {
     enum UpgradeResult: Sendable {
         case webSocket(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>)
         case notUpgraded
-    }
-
-    /// Runs `body`; when `instant` passes first, calls `onTimeout` (which must make `body`
-    /// end) and throws ``GatewaySocketError/Code/upgradeTimedOut(_:)`` with `deadline`.
-    private static func withDeadline<T: Sendable>(
-        _ instant: ContinuousClock.Instant, reporting deadline: Duration, onTimeout: @escaping @Sendable () -> Void,
-        _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let timedOut = Atomic(false)
-        let timer = Task {
-            guard (try? await Task.sleep(until: instant)) != nil else { return }
-            timedOut.store(true, ordering: .relaxed)
-            onTimeout()
-        }
-        defer { timer.cancel() }
-        do {
-            return try await body()
-        } catch  where timedOut.load(ordering: .relaxed) {
-            throw GatewaySocketError(code: .upgradeTimedOut(deadline))
-        }
     }
 }
 
