@@ -308,7 +308,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "BusProxyTests",
-                dependencies: ["BusProxy", "TetherBus", "TetherSchema", "TetherService", .argumentParser],
+                dependencies: ["BusProxy", "TetherBus", "TetherSchema", "TetherService", "CZeroMQ", .argumentParser],
                 path: "Tests/BusProxyTests",
                 swiftSettings: swiftSettings
             ),
