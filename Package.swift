@@ -266,7 +266,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "SnapshotStoreTests",
-                dependencies: ["SnapshotStore", "TetherSchema", "TetherTesting", "TetherWire"],
+                dependencies: ["SnapshotStore", "TetherBus", "TetherSchema", "TetherTesting", "TetherWire", .logging, .serviceLifecycle],
                 path: "Tests/SnapshotStoreTests",
                 swiftSettings: swiftSettings
             ),
@@ -278,7 +278,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "NetworkMonitorTests",
-                dependencies: ["NetworkMonitor", "TetherSchema", "TetherTesting"],
+                dependencies: ["NetworkMonitor", "TetherBus", "TetherSchema", "TetherTesting", .logging, .serviceLifecycle],
                 path: "Tests/NetworkMonitorTests",
                 swiftSettings: swiftSettings
             ),
