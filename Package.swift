@@ -267,7 +267,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "SnapshotStoreTests",
-                dependencies: ["SnapshotStore", "TetherSchema", "TetherTesting", "TetherWire"],
+                dependencies: ["SnapshotStore", "TetherBus", "TetherSchema", "TetherTesting", "TetherWire", .logging, .serviceLifecycle],
                 path: "Tests/SnapshotStoreTests",
                 swiftSettings: swiftSettings
             ),
@@ -279,7 +279,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "NetworkMonitorTests",
-                dependencies: ["NetworkMonitor", "TetherSchema", "TetherTesting"],
+                dependencies: ["NetworkMonitor", "TetherBus", "TetherSchema", "TetherTesting", .logging, .serviceLifecycle],
                 path: "Tests/NetworkMonitorTests",
                 swiftSettings: swiftSettings
             ),
@@ -309,7 +309,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "BusProxyTests",
-                dependencies: ["BusProxy", "TetherBus", "TetherSchema", "TetherService", .argumentParser],
+                dependencies: ["BusProxy", "TetherBus", "TetherSchema", "TetherService", "CZeroMQ", .argumentParser],
                 path: "Tests/BusProxyTests",
                 swiftSettings: swiftSettings
             ),

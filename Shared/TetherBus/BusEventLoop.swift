@@ -21,12 +21,12 @@ final class BusEventLoop {
         var logger: Logger
     }
 
-    private struct LocalSubscription {
+    struct LocalSubscription {
         var prefixes: [String]
         var continuation: AsyncStream<BusMessage>.Continuation
     }
 
-    private struct Server {
+    struct Server {
         var socket: ZMQSocket
         var continuation: AsyncStream<IncomingCommand>.Continuation
     }
@@ -42,40 +42,40 @@ final class BusEventLoop {
         case requests(endpoint: String)
     }
 
-    private let configuration: Configuration
+    let configuration: Configuration
     private let mailbox: Mailbox<BusOperation>
-    private let counters: BusCounterBox
-    private var logger: Logger
-    private let clock = ContinuousClock()
+    let counters: BusCounterBox
+    var logger: Logger
+    let clock = ContinuousClock()
     /// The client's own context: closing the client terminates it, which waits (within the
     /// publisher's linger) until what was published has left, so a program that publishes
     /// and exits loses nothing.
     private let context = ZMQContext()
 
-    private var publisher: ZMQSocket?
+    var publisher: ZMQSocket?
     /// Reports the publisher's connection to the proxy dropping.
-    private var publisherMonitor: ZMQSocket?
-    private var subscriber: ZMQSocket?
+    var publisherMonitor: ZMQSocket?
+    var subscriber: ZMQSocket?
     /// Reports the subscriber's CURVE handshakes with a remote proxy.
-    private var subscriberMonitor: ZMQSocket?
-    private var sequence: UInt64 = 0
-    private let processID = getpid()
-    private var subscriptions: [Int: LocalSubscription] = [:]
+    var subscriberMonitor: ZMQSocket?
+    var sequence: UInt64 = 0
+    let processID = getpid()
+    var subscriptions: [Int: LocalSubscription] = [:]
     private var prefixCounts: [String: Int] = [:]
-    private var servers: [String: Server] = [:]
+    var servers: [String: Server] = [:]
 
     /// The decisions of the commands sent, of subscription confirmations and of what the
     /// proxy asks for; what they decide is carried out below.
-    private var requests = RequestTracker()
-    private var probes: SubscriptionProbes
-    private var interest = UpstreamInterest()
+    var requests = RequestTracker()
+    var probes: SubscriptionProbes
+    var interest = UpstreamInterest()
     /// One socket for each endpoint commands were sent to, kept between requests.
-    private var requestSockets: [String: ZMQSocket] = [:]
+    var requestSockets: [String: ZMQSocket] = [:]
     /// Each waiting request's caller.
-    private var requestCallers: [Int: CheckedContinuation<Result<[[UInt8]], BusError>, Never>] = [:]
+    var requestCallers: [Int: CheckedContinuation<Result<[[UInt8]], BusError>, Never>] = [:]
     /// The callers waiting for a subscription's confirmation.
-    private var confirmations: [Int: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
-    private var presenceWatchers: [Int: AsyncStream<Bool>.Continuation] = [:]
+    var confirmations: [Int: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
+    var presenceWatchers: [Int: AsyncStream<Bool>.Continuation] = [:]
     private var shuttingDown = false
     /// Whoever asked for the shutdown, resumed once it is done.
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
@@ -236,13 +236,13 @@ final class BusEventLoop {
         }
     }
 
-    private func publish(topic: String, body: [UInt8], replay: Bool) {
+    func publish(topic: String, body: [UInt8], replay: Bool) {
         sequence += 1
         let header = BusHeader(source: configuration.source, pid: processID, sequence: sequence, timestamp: Date(), replay: replay)
         send([Array(topic.utf8), header.jsonBytes(), body])
     }
 
-    private func send(_ frames: [[UInt8]]) {
+    func send(_ frames: [[UInt8]]) {
         guard let publisher else { return }
         do {
             let sent = try publisher.send(frames)
@@ -318,7 +318,7 @@ final class BusEventLoop {
         }
     }
 
-    private func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
+    func requestSocket(endpoint: String) throws(BusError) -> ZMQSocket {
         let socket = try ZMQSocket(type: ZMQ_DEALER, context: context)
         try socket.set(ZMQ_LINGER, 0)
         if let remote = configuration.remote, endpoint == remote.commands {
@@ -326,205 +326,6 @@ final class BusEventLoop {
         }
         try socket.connect(endpoint)
         return socket
-    }
-
-    // MARK: Readiness
-
-    private func readSubscriptionRequests() {
-        guard let publisher else { return }
-        while let frames = try? publisher.receive() {
-            guard let report = frames.first.flatMap(UpstreamInterest.Report.init(frame:)) else { continue }
-            perform(interest.proxyReported(report))
-            if case .subscribed(let prefix) = report { perform(probes.proxySubscribed(to: prefix)) }
-        }
-    }
-
-    /// The proxy went away: the subscriptions it had reported went with it, and whatever
-    /// was in flight. A restarted proxy reports its subscriptions again.
-    private func readPublisherEvents() {
-        guard let publisherMonitor else { return }
-        var disconnected = false
-        for event in Self.events(from: publisherMonitor) {
-            if event == ZMQ_EVENT_DISCONNECTED { disconnected = true } else { handshakeEvent(event, endpoint: configuration.busIn) }
-        }
-        guard disconnected else { return }
-        perform(interest.proxyLost())
-    }
-
-    private func readSubscriberEvents() {
-        guard let subscriberMonitor else { return }
-        for event in Self.events(from: subscriberMonitor) {
-            handshakeEvent(event, endpoint: configuration.busOut)
-        }
-    }
-
-    /// The events waiting on a monitor socket.
-    private static func events(from monitor: ZMQSocket) -> [Int32] {
-        var events: [Int32] = []
-        while let frames = try? monitor.receive() {
-            // The first frame is the event (16 bits) and its value (32 bits), little-endian.
-            guard let event = frames.first, event.count >= 2 else { continue }
-            events.append(Int32(event[0]) | Int32(event[1]) << 8)
-        }
-        return events
-    }
-
-    /// A CURVE handshake with a remote proxy ended, on `endpoint`.
-    private func handshakeEvent(_ event: Int32, endpoint: String) {
-        guard event != ZMQ_EVENT_HANDSHAKE_SUCCEEDED else {
-            perform(probes.handshakeSucceeded(), endpoint: endpoint)
-            return
-        }
-        let failure: BusError = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? .keyRefused(endpoint: endpoint) : .handshakeFailed(endpoint: endpoint)
-        perform(probes.handshakeFailed(failure), endpoint: endpoint)
-    }
-
-    private func probeHeader() -> BusHeader {
-        sequence += 1
-        return BusHeader(source: configuration.source, pid: processID, sequence: sequence)
-    }
-
-    private func readPublications() {
-        guard let subscriber else { return }
-        while true {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try subscriber.receive() else { return }
-                frames = received
-            } catch {
-                logger.warning("cannot receive from the bus", metadata: ["bus.error": "\(error)"])
-                return
-            }
-            guard let message = parse(frames) else { continue }
-            // A probe confirms our subscription if it is ours; it still goes to subscriptions
-            // that match it (a tap subscribed to everything), so sequences there have no holes.
-            if message.topic.name.hasPrefix(Topic.probePrefix) {
-                perform(probes.probeArrived(topic: message.topic.name))
-            }
-            var lagged: UInt64 = 0
-            for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {
-                if case .dropped = subscription.continuation.yield(message) { lagged += 1 }
-            }
-            counters.update {
-                $0.received += 1
-                $0.drop(BusDrop.lagged, count: lagged)
-            }
-        }
-    }
-
-    /// Checks a received multipart message; counts and drops anything that is not topic, header, body.
-    private func parse(_ frames: [[UInt8]]) -> BusMessage? {
-        let message: BusMessage
-        do {
-            message = try BusMessage(frames: frames)
-        } catch {
-            let kind = frames.count == 3 && frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed
-            counters.update { $0.drop(kind) }
-            logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(error)", "bus.frames": "\(frames.count)"])
-            return nil
-        }
-        guard message.header.schema == BusSchema.version else {
-            counters.update { $0.drop(BusDrop.unknownSchema) }
-            logger.warning(
-                "dropped a bus message written with another schema version",
-                metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)", "bus.schema": "\(message.header.schema)"])
-            return nil
-        }
-        return message
-    }
-
-    private func readCommands(server name: String) {
-        guard let server = servers[name] else { return }
-        while true {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try server.socket.receive() else { return }
-                frames = received
-            } catch {
-                logger.warning("cannot receive a command", metadata: ["bus.endpoint": "\(name)", "bus.error": "\(error)"])
-                return
-            }
-            switch CommandFrames(frames) {
-            case .command(let requestID, let method, let body, let identity):
-                let command = IncomingCommand(endpoint: name, requestID: requestID, method: method, body: Data(body), identity: identity)
-                if case .dropped = server.continuation.yield(command) {
-                    counters.update { $0.drop(BusDrop.commandOverflow) }
-                    logger.warning("dropped a command: no room to queue it", metadata: ["bus.endpoint": "\(name)", "bus.method": "\(method)"])
-                }
-            case .refused(let drop, let reply, let answer):
-                counters.update { $0.drop(drop) }
-                logger.warning("refused a command", metadata: ["bus.endpoint": "\(name)", "bus.reason": "\(reply.message)", "bus.frames": "\(frames.count)"])
-                // Answered from here, the socket's owner: the dispatcher never sees it.
-                if let answer { _ = try? server.socket.send(answer) }
-            }
-        }
-    }
-
-    private func readReplies(endpoint: String) {
-        while let socket = requestSockets[endpoint], let frames = try? socket.receive() {
-            if let action = requests.replied(on: endpoint, frames: frames) { perform(action) }
-        }
-    }
-
-    // MARK: Timers
-
-    private func handleTimers() {
-        let now = clock.now
-        perform(probes.timePassed(now: now))
-        for action in requests.timePassed(now: now) { perform(action) }
-    }
-
-    // MARK: Carrying out decisions
-
-    private func perform(_ action: RequestTracker.Action) {
-        switch action {
-        case .send(let id, let endpoint, let frames):
-            do {
-                let socket: ZMQSocket
-                if let open = requestSockets[endpoint] {
-                    socket = open
-                } else {
-                    socket = try requestSocket(endpoint: endpoint)
-                    requestSockets[endpoint] = socket
-                }
-                try socket.send(frames)
-            } catch {
-                if let failed = requests.sendFailed(id: id, error: error) { perform(failed) }
-            }
-        case .replaceSocket(let endpoint):
-            requestSockets.removeValue(forKey: endpoint)?.close()
-        case .finish(let id, let result):
-            requestCallers.removeValue(forKey: id)?.resume(returning: result)
-        }
-    }
-
-    private func perform(_ actions: [SubscriptionProbes.Action], endpoint: String? = nil) {
-        for action in actions {
-            switch action {
-            case .subscribe(let topic):
-                try? subscriber?.set(ZMQ_SUBSCRIBE, bytes: Array(topic.utf8))
-            case .publishProbe(let topic):
-                send([Array(topic.utf8), probeHeader().jsonBytes(), Array("{}".utf8)])
-            case .finish(let id, let topic, let failure):
-                if let topic { try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(topic.utf8)) }
-                confirmations.removeValue(forKey: id)?.resume(returning: failure.map { .failure($0) } ?? .success(()))
-            case .reportHandshakeFailure(let failure):
-                logger.error("\(failure)")
-            case .reportHandshakeRecovered:
-                logger.notice("the bus accepted this program's key", metadata: ["bus.endpoint": "\(endpoint ?? configuration.busIn)"])
-            }
-        }
-    }
-
-    private func perform(_ actions: [UpstreamInterest.Action]) {
-        for action in actions {
-            switch action {
-            case .replay(let topic, let body):
-                publish(topic: topic, body: body, replay: true)
-            case .tell(let id, let present):
-                presenceWatchers[id]?.yield(present)
-            }
-        }
     }
 
     // MARK: Shutdown

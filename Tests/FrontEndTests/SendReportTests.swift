@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TetherBus
 import TetherSchema
@@ -9,11 +10,15 @@ import TetherWire
 @testable import FrontEnd
 
 /// `tether send`'s outcome, words and exit code, decided on an in-memory bus where the test
-/// plays tether-protod: no process, in milliseconds.
+/// plays tether-protod and time is a manual clock the test moves: no process, no waiting, in
+/// milliseconds.
 @Suite struct SendReportTests {
+    /// protod's answer to a send: its reply, an error, or none at all.
+    typealias Answer = @Sendable (SendMessageCommand.Request) -> Result<SendMessageCommand.Reply, CommandErrorReply>?
+
     /// What the stand-in protod does with a send: its answer, then what it publishes.
     struct Protod: Sendable {
-        var answer: @Sendable (SendMessageCommand.Request) -> Result<SendMessageCommand.Reply, CommandErrorReply>
+        var answer: Answer
         var then: @Sendable (MessageID, any Bus) throws -> Void = { _, _ in }
     }
 
@@ -25,27 +30,73 @@ import TetherWire
             for await command in commands where command.method == SendMessageCommand.method {
                 guard let request = try? BusSchema.decoder.decode(SendMessageCommand.Request.self, from: command.body) else { continue }
                 switch protod.answer(request) {
-                case .success(let reply):
+                case .success(let reply)?:
                     try? server.reply(to: command, with: reply)
                     try? protod.then(request.id, server)
-                case .failure(let refusal):
+                case .failure(let refusal)?:
                     try? server.reply(to: command, error: refusal)
+                case nil:
+                    break
                 }
             }
         }
     }
 
-    static func accepted(_ status: DeliveryStatus = .queued) -> @Sendable (SendMessageCommand.Request) -> Result<SendMessageCommand.Reply, CommandErrorReply> {
-        { .success(SendMessageCommand.Reply(id: $0.id, status: status, accepted: true)) }
+    /// protod's answers to the send and to each time the same id is sent again, in order, the
+    /// last one repeated; nil: it does not answer. A repeated id is never accepted twice.
+    static func answering(_ statuses: DeliveryStatus?...) -> Answer {
+        let asked = Asked()
+        return { request in
+            let count = asked.next()
+            return statuses[min(count, statuses.count - 1)].map {
+                .success(SendMessageCommand.Reply(id: request.id, status: $0, accepted: count == 0))
+            }
+        }
     }
 
-    /// Sends "hello" through `protod`, waiting at most `timeout`.
-    static func send(through protod: Protod, timeout: Duration = .seconds(2)) async throws -> SendReport {
-        let bus = InMemoryBus()
+    final class Asked: Sendable {
+        private let count = Mutex(0)
+
+        /// How many times it was asked before.
+        func next() -> Int {
+            count.withLock { count in
+                defer { count += 1 }
+                return count
+            }
+        }
+    }
+
+    static func accepted(_ status: DeliveryStatus = .queued) -> Answer {
+        answering(status)
+    }
+
+    /// Sends "hello" through `protod`; the time does not move, so the events (or the answer)
+    /// alone decide the outcome.
+    static func send(through protod: Protod) async throws -> SendReport {
+        let clock = ManualClock()
+        let bus = InMemoryBus(clock: clock)
         let serving = try await serve(protod, on: bus)
         defer { serving.cancel() }
-        let outcome = try await Conversation(bus: bus.client("tether send")).send("hello", timeout: timeout)
-        return SendReport(outcome, timeout: Double(timeout.components.seconds))
+        let outcome = try await Conversation(bus: bus.client("tether send"), clock: clock).send("hello", timeout: .seconds(5))
+        return SendReport(outcome, timeout: 5)
+    }
+
+    /// Sends "hello" through `protod` with a timeout of 5 s, and moves the clock through
+    /// `moments` (from the start), each once something waits for it: the time is up when
+    /// the send has got as far as waiting for it, and not before.
+    static func send(through protod: Protod, movingTimeTo moments: [Duration]) async throws -> SendReport {
+        let clock = ManualClock()
+        let bus = InMemoryBus(clock: clock)
+        let serving = try await serve(protod, on: bus)
+        defer { serving.cancel() }
+        let conversation = Conversation(bus: bus.client("tether send"), clock: clock)
+        let sending = Task { try await conversation.send("hello", timeout: .seconds(5)) }
+        let start = clock.now
+        for moment in moments {
+            await clock.sleeping(until: start.advanced(by: moment))
+            clock.advance(to: start.advanced(by: moment))
+        }
+        return SendReport(try await sending.value, timeout: 5)
     }
 
     static func reply(to id: MessageID, status: DeliveryStatus = .received, detail: String? = nil) -> TranscriptEntry {
@@ -84,17 +135,36 @@ import TetherWire
     }
 
     @Test func deliveredWithNoReplyInTimeExitsThree() async throws {
+        // Asked again when the time is up, protod says delivered too: the outcome is the same
+        // whether or not the delivery update was seen first.
         let report = try await Self.send(
-            through: Protod(answer: Self.accepted()) { id, bus in
+            through: Protod(answer: Self.answering(.queued, .delivered)) { id, bus in
                 try bus.publish(DeliveryUpdate(id: id, status: .delivered), on: .conversationDelivery)
-            }, timeout: .seconds(1))
-        #expect(report == SendReport(reply: nil, notes: ["delivered, but no whole reply within 1.0 s"], exitCode: .deliveredWithoutReply))
+            }, movingTimeTo: [.seconds(5)])
+        #expect(report == SendReport(reply: nil, notes: ["delivered, but no whole reply within 5.0 s"], exitCode: .deliveredWithoutReply))
     }
 
     @Test func aMessageStillQueuedWhenTimeIsUpExitsOneAndSaysItStaysQueued() async throws {
-        let report = try await Self.send(through: Protod(answer: Self.accepted()), timeout: .seconds(1))
+        let report = try await Self.send(through: Protod(answer: Self.accepted()), movingTimeTo: [.seconds(5)])
         #expect(report.exitCode == .notDone)
-        #expect(report.notes.first?.hasPrefix("not delivered within 1.0 s: the message is queued") == true, "\(report.notes)")
+        #expect(report.notes.first?.hasPrefix("not delivered within 5.0 s: the message is queued") == true, "\(report.notes)")
+    }
+
+    @Test func aMessageSentButNotAcknowledgedWhenTimeIsUpExitsOneAndSaysItMayHaveReachedTheGateway() async throws {
+        let report = try await Self.send(through: Protod(answer: Self.answering(.sent)), movingTimeTo: [.seconds(5)])
+        #expect(report.exitCode == .notDone)
+        #expect(report.notes.first?.hasPrefix("not acknowledged within 5.0 s: the message was sent and may have reached the gateway") == true)
+    }
+
+    @Test func aProtodThatStopsAnsweringAfterTheSendIsNotSaidToHaveLostTheMessage() async throws {
+        // Accepted, then silent when asked at the end: asked for 2 s after the 5 s.
+        let report = try await Self.send(through: Protod(answer: Self.answering(.queued, nil)), movingTimeTo: [.seconds(5), .seconds(7)])
+        #expect(report.exitCode == .notDone)
+        #expect(
+            report.notes == [
+                "not confirmed within 5.0 s, and tether-protod did not answer when asked: the message is in the outbox "
+                    + "(queued when last heard; it may have been sent since)"
+            ])
     }
 
     @Test func aMessageTheGatewayRefusedExitsOne() async throws {
@@ -111,6 +181,33 @@ import TetherWire
         #expect(report == SendReport(reply: nil, notes: ["refused, nothing was queued: the outbox is full"], exitCode: .refused))
     }
 
+    /// A bus that is not there: every use of it fails as a client's does with no proxy.
+    struct AbsentBus: Bus {
+        static let error = BusError.busUnavailable(path: "/run/tether/bus.in")
+        func publish(_ payload: some Encodable, on topic: Topic) throws(BusError) { throw Self.error }
+        func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) { throw Self.error }
+        func subscribe(to prefixes: [String], confirm: Bool, timeout: Duration) async throws(BusError) -> BusSubscription { throw Self.error }
+        func confirmRoundTrip(timeout: Duration) async throws(BusError) { throw Self.error }
+        func subscriberPresence(for topic: Topic) throws(BusError) -> AsyncStream<Bool> { throw Self.error }
+        func request<Command: BusCommand>(
+            _ command: Command.Type, _ request: Command.Request, requestID: String, timeout: Duration, attempts: Int
+        ) async throws(BusError) -> Command.Reply { throw Self.error }
+        func serve(endpoint name: String) async throws(BusError) -> AsyncStream<IncomingCommand> { throw Self.error }
+        func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError) { throw Self.error }
+        func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError) { throw Self.error }
+    }
+
+    @Test func aSendWithNoBusExitsFourInTheBussWords() async throws {
+        let clock = ManualClock()
+        do {
+            let outcome = try await Conversation(bus: AbsentBus(), clock: clock).send("hello", timeout: .seconds(5))
+            Issue.record("a send with no bus ended as \(outcome)")
+        } catch {
+            let report = try #require(SendReport(unreachable: error))
+            #expect(report == SendReport(reply: nil, notes: ["\(AbsentBus.error)"], exitCode: .notRunning))
+        }
+    }
+
     @Test func aSetThatCannotBeReachedExitsFourAndOtherErrorsAreNotTakenForIt() {
         let report = SendReport(unreachable: BusError.busUnavailable(path: "/run/tether/bus.in"))
         #expect(report?.exitCode == .notRunning && report?.notes.count == 1)
@@ -119,10 +216,22 @@ import TetherWire
     }
 
     @Test func aProtodThatNeverAnswersIsNotSaidToHaveLostTheMessage() async throws {
-        let bus = InMemoryBus()
-        let outcome = try await Conversation(bus: bus.client("tether send")).send("hello", timeout: .seconds(1))
-        let report = SendReport(outcome, timeout: 1)
+        // Each attempt of the send waits 2.5 s for protod's answer.
+        let report = try await Self.send(through: Protod(answer: Self.answering(nil)), movingTimeTo: [.milliseconds(2500)])
         #expect(report.exitCode == .notDone)
-        #expect(report.notes == ["not confirmed within 1.0 s: " + Conversation.unansweredSend])
+        #expect(report.notes == ["not confirmed within 5.0 s: " + Conversation.unansweredSend])
+    }
+
+    @Test func waitingForAConnectionEndsWhenOneIsOpenOrTheTimeIsUp() async throws {
+        let clock = ManualClock()
+        let bus = InMemoryBus(clock: clock)
+        let conversation = Conversation(bus: bus.client("tether send"), clock: clock)
+        let waiting = Task { try await conversation.waitForConnection(timeout: .seconds(10)) }
+        await clock.sleeping(until: clock.now.advanced(by: .seconds(10)))
+        clock.advance(by: .seconds(10))
+        #expect(try await waiting.value == false)
+
+        try bus.client("tether-connd").retain(ConnectionStatus(phase: .connected, url: "ws://gateway", epoch: 1), on: .connectionState)
+        #expect(try await conversation.waitForConnection(timeout: .seconds(10)))
     }
 }

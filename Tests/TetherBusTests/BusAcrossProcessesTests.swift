@@ -116,20 +116,22 @@ import TetherTesting
             var requestIDs: [String] = []
             for await command in commands {
                 requestIDs.append(command.requestID)
-                // The first attempt is left unanswered, as by an owner paused or restarting.
-                guard requestIDs.count == 2 else { continue }
-                try owner.reply(to: command, encodedBody: try JSONEncoder().encode(TranscriptCommand.Reply(entries: [], revision: 7)))
-                break
+                // The first attempt is left unanswered, as by an owner paused or restarting;
+                // every later one is answered (on a loaded machine an answer can come after
+                // its attempt's time, when the caller has moved on to the next).
+                guard requestIDs.count >= 2 else { continue }
+                try? owner.reply(to: command, encodedBody: try JSONEncoder().encode(TranscriptCommand.Reply(entries: [], revision: 7)))
             }
             return requestIDs
         }
-        // An attempt has a second: a loaded machine (the unit tests run side by side) can take longer than
-        // a few hundred milliseconds to connect a fresh socket and answer on it.
+        // An attempt has a second: a loaded machine (the unit tests run side by side) can take
+        // longer than a few hundred milliseconds to connect a fresh socket and answer on it.
         let reply = try await caller.request(TranscriptCommand.self, .init(limit: 1), requestID: "r-1", timeout: .seconds(1), attempts: 3)
         #expect(reply.revision == 7)
-        #expect(try await answering.value == ["r-1", "r-1"])
         await caller.close()
         await owner.close()
+        let requestIDs = await answering.value
+        #expect(requestIDs.count >= 2 && requestIDs.allSatisfy { $0 == "r-1" }, "\(requestIDs)")
     }
 
     /// A task that stops waiting is answered at once, whether it waits for a command's reply

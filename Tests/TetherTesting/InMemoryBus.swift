@@ -6,7 +6,8 @@ public import TetherSchema
 /// A bus in memory, for testing a program's service without processes or sockets: what
 /// one client publishes reaches every subscription of every client whose prefix matches,
 /// at once and in order; retained values are replayed to new subscriptions; commands go to
-/// the client serving their endpoint. Every client is a ``Bus``.
+/// the client serving their endpoint. Every client is a ``Bus``. A command's timeout is
+/// measured on the clock the bus is given (a ``ManualClock`` in a test that moves time itself).
 public final class InMemoryBus: Sendable {
     private struct Subscription {
         var prefixes: [String]
@@ -27,13 +28,20 @@ public final class InMemoryBus: Sendable {
         /// Commands sent before anyone served their endpoint: delivered when someone does.
         var unserved: [String: [IncomingCommand]] = [:]
         var waitingReplies: [String: CheckedContinuation<Result<Data, BusError>, Never>] = [:]
+        /// The timeout of each waiting command, cancelled once it is answered.
+        var timeouts: [String: Task<Void, Never>] = [:]
         var nextID = 1
         var sequences: [String: UInt64] = [:]
     }
 
     private let state = Mutex(State())
+    /// Waits a command's timeout.
+    private let sleep: @Sendable (Duration) async throws -> Void
 
-    public init() {}
+    /// A bus whose commands time out on `clock`.
+    public init(clock: some Clock<Duration> = ContinuousClock()) {
+        sleep = { try await clock.sleep(for: $0) }
+    }
 
     /// A client of this bus that publishes as `source`.
     public func client(_ source: String) -> Client {
@@ -180,20 +188,21 @@ public final class InMemoryBus: Sendable {
 
     private func request(endpoint: String, method: String, requestID: String, body: Data, timeout: Duration) async throws(BusError) -> Data {
         let key = UUID().uuidString
+        let sleep = self.sleep
         let result: Result<Data, BusError> = await withCheckedContinuation { continuation in
             let command = IncomingCommand(endpoint: endpoint, requestID: requestID, method: method, body: body, identity: Array(key.utf8))
             state.withLock { state in
                 state.waitingReplies[key] = continuation
                 // As over ZeroMQ, a command waits for its endpoint to be served, until its timeout.
+                state.timeouts[key] = Task { [weak self] in
+                    guard (try? await sleep(timeout)) != nil else { return }
+                    self?.resume(key, with: .failure(.timedOut(endpoint: endpoint, attempts: 1)))
+                }
                 if let server = state.servers[endpoint] {
                     server.yield(command)
                 } else {
                     state.unserved[endpoint, default: []].append(command)
                 }
-            }
-            Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                self?.resume(key, with: .failure(.timedOut(endpoint: endpoint, attempts: 1)))
             }
         }
         return try result.get()
@@ -204,6 +213,8 @@ public final class InMemoryBus: Sendable {
     }
 
     private func resume(_ key: String, with result: Result<Data, BusError>) {
-        state.withLock { $0.waitingReplies.removeValue(forKey: key) }?.resume(returning: result)
+        let (waiting, timeout) = state.withLock { ($0.waitingReplies.removeValue(forKey: key), $0.timeouts.removeValue(forKey: key)) }
+        timeout?.cancel()
+        waiting?.resume(returning: result)
     }
 }

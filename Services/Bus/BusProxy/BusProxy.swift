@@ -144,9 +144,15 @@ final class ProxyThread: Sendable {
         try bound.get()
     }
 
-    /// Tells the proxy to terminate and waits for its thread to end.
+    /// Tells the proxy to terminate and waits for its thread to end; when it cannot be told,
+    /// says so and leaves it running rather than waiting for ever.
     func stop() async {
-        sendControl("TERMINATE", to: endpoints.control)
+        do {
+            try sendControl("TERMINATE", to: endpoints.control)
+        } catch {
+            logger.error("cannot stop the proxy: it runs until the program exits", metadata: ["bus.error": "\(error)"])
+            return
+        }
         for await _ in finished.stream {}
     }
 
@@ -212,10 +218,10 @@ final class ProxyThread: Sendable {
     }
 }
 
-/// An error starting the proxy.
+/// An error starting or stopping the proxy.
 public typealias ProxyError = CodedError<ProxyErrorCode>
 
-/// What kept the proxy from starting.
+/// What kept the proxy from starting, or one of its threads from being told to stop.
 public enum ProxyErrorCode: String, ErrorCode {
     /// libzmq made no socket.
     case socket
@@ -225,4 +231,6 @@ public enum ProxyErrorCode: String, ErrorCode {
     case bind
     /// The command relay could not start.
     case relay
+    /// A thread's control socket could not be sent its command (`TERMINATE`).
+    case control
 }

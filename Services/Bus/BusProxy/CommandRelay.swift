@@ -96,8 +96,15 @@ final class CommandRelay: Sendable {
         try bound.get()
     }
 
+    /// Stops the relay and waits for its thread to end; when it cannot be told to stop, says
+    /// so and leaves it running rather than waiting for ever.
     func stop() async {
-        sendControl("TERMINATE", to: control)
+        do {
+            try sendControl("TERMINATE", to: control)
+        } catch {
+            logger.error("cannot stop the command relay: it runs until the program exits", metadata: ["bus.error": "\(error)"])
+            return
+        }
         for await _ in finished.stream {}
     }
 

@@ -38,9 +38,15 @@ final class ZAPHandler: Sendable {
         try bound.get()
     }
 
-    /// Stops the handler and waits for its thread to end.
+    /// Stops the handler and waits for its thread to end; when it cannot be told to stop,
+    /// says so and leaves it running rather than waiting for ever.
     func stop() async {
-        sendControl("TERMINATE", to: control)
+        do {
+            try sendControl("TERMINATE", to: control)
+        } catch {
+            logger.error("cannot stop the ZAP handler: it runs until the program exits", metadata: ["bus.error": "\(error)"])
+            return
+        }
         for await _ in finished.stream {}
     }
 
@@ -111,12 +117,25 @@ final class ZAPHandler: Sendable {
 }
 
 /// Sends `message` to the inproc PAIR socket bound at `endpoint`, from a socket this call
-/// creates, uses and closes.
-func sendControl(_ message: String, to endpoint: String) {
-    guard let socket = try? ZMQSocket(type: ZMQ_PAIR, context: .shared) else { return }
+/// creates, uses and closes; a ``ProxyError`` (`control`) in words when it cannot.
+func sendControl(_ message: String, to endpoint: String) throws(ProxyError) {
+    let socket: ZMQSocket
+    do {
+        socket = try ZMQSocket(type: ZMQ_PAIR, context: .shared)
+    } catch {
+        throw ProxyError(.control, "cannot make a socket to send \(message) to \(endpoint): \(error)")
+    }
     defer { socket.close() }
-    try? socket.set(ZMQ_LINGER, 1000)
-    guard (try? socket.connect(endpoint)) != nil else { return }
-    // A blocking send: the peer is bound before anyone asks it to stop.
-    _ = message.withCString { zmq_send(socket.handle, $0, strlen($0), 0) }
+    do {
+        try socket.set(ZMQ_LINGER, 1000)
+        // The peer is bound before anyone asks it to stop, so a send waits for no one; the
+        // timeout only keeps a send that cannot go from waiting for ever.
+        try socket.set(ZMQ_SNDTIMEO, 1000)
+        try socket.connect(endpoint)
+    } catch {
+        throw ProxyError(.control, "cannot connect to \(endpoint) to send \(message): \(error)")
+    }
+    guard message.withCString({ zmq_send(socket.handle, $0, strlen($0), 0) }) >= 0 else {
+        throw ProxyError(.control, "cannot send \(message) to \(endpoint): \(String(cString: zmq_strerror(zmq_errno())))")
+    }
 }

@@ -14,16 +14,24 @@ public struct NetworkMonitorService: Service {
     private let routes: KernelRoutes
     private let coalescing: Duration
     private let pollInterval: Duration
+    /// What says the routes may have changed, when not the kernel (a test's stand-in for it).
+    private let changes: AsyncStream<Void>?
     private let logger: Logger
 
     public init(
         bus: any Bus, routes: KernelRoutes = KernelRoutes(), coalescing: Duration = .milliseconds(50), pollInterval: Duration = .seconds(1),
         logger: Logger
     ) {
+        self.init(bus: bus, routes: routes, coalescing: coalescing, pollInterval: pollInterval, changes: nil, logger: logger)
+    }
+
+    /// A monitor told of changes by `changes` instead of the kernel.
+    init(bus: any Bus, routes: KernelRoutes, coalescing: Duration, pollInterval: Duration = .seconds(1), changes: AsyncStream<Void>?, logger: Logger) {
         self.bus = bus
         self.routes = routes
         self.coalescing = coalescing
         self.pollInterval = pollInterval
+        self.changes = changes
         self.logger = logger
     }
 
@@ -35,6 +43,13 @@ public struct NetworkMonitorService: Service {
             guard path != last else { return }
             last = path
             publish(path)
+        }
+        if let changes {
+            for await _ in changes.cancelOnGracefulShutdown() {
+                try? await Task.sleep(for: coalescing)
+                check(&last)
+            }
+            return
         }
         do {
             let kernel = try RouteEvents()

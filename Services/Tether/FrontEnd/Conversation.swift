@@ -47,9 +47,15 @@ public enum SendOutcome: Sendable, Equatable {
 /// A front end's view of the conversation through the bus.
 public struct Conversation: Sendable {
     private let bus: any Bus
+    /// A wait until a timeout from now, on the clock the waits of a send and of
+    /// ``waitForConnection(timeout:)`` are measured on.
+    private let timer: @Sendable (Duration) -> @Sendable () async throws -> Void
 
-    public init(bus: any Bus) {
+    /// - Parameter clock: the continuous clock, or a test's manual one; the bus's commands
+    ///   time out on the bus's own.
+    public init(bus: any Bus, clock: some Clock<Duration> = ContinuousClock()) {
         self.bus = bus
+        self.timer = { Self.timer(on: clock, after: $0) }
     }
 
     /// What a person is told when protod does not answer a send: the words for
@@ -70,7 +76,7 @@ public struct Conversation: Sendable {
         _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration,
         accepted onAccepted: @Sendable (SendMessageCommand.Reply) -> Void = { _ in }
     ) async throws -> SendOutcome {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let timeUp = timer(timeout)
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
         var request = options ?? SendMessageCommand.Request(id: id, content: text)
         request.id = id
@@ -109,7 +115,7 @@ public struct Conversation: Sendable {
                 return .undecided(tracker)
             }
             group.addTask {
-                try await Task.sleep(until: deadline)
+                try await timeUp()
                 return .timeUp
             }
             var first = try await group.next() ?? .timeUp
@@ -130,6 +136,12 @@ public struct Conversation: Sendable {
     /// How long each attempt of the send command waits for protod's answer.
     static let sendAttempt = Duration.milliseconds(2500)
 
+    /// A wait on `clock` until `timeout` from now: the deadline is taken here, not when the wait starts.
+    private static func timer(on clock: some Clock<Duration>, after timeout: Duration) -> @Sendable () async throws -> Void {
+        let deadline = clock.now.advanced(by: timeout)
+        return { try await clock.sleep(until: deadline, tolerance: nil) }
+    }
+
     /// How watching a sent message ended.
     private enum Watch: Sendable {
         case decided(SendOutcome)
@@ -139,6 +151,7 @@ public struct Conversation: Sendable {
 
     /// Waits up to `timeout` for the connection to the gateway to be open; false when it is not.
     public func waitForConnection(timeout: Duration) async throws -> Bool {
+        let timeUp = timer(timeout)
         let states = try await bus.subscribe(to: [Topic.connectionState.name], confirm: true)
         return await withTaskGroup(of: Bool.self) { group in
             group.addTask {
@@ -148,7 +161,7 @@ public struct Conversation: Sendable {
                 return false
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try? await timeUp()
                 return false
             }
             let first = await group.next() ?? false

@@ -1,0 +1,340 @@
+import Foundation
+import Logging
+import NIOWebSocket
+import OpenClawWire
+import TetherService
+
+/// What the gateway does with requests: `chat.send` with its idempotency, a busy session's
+/// queue, runs streamed as events, aborts, ticks and the events every client is sent.
+extension OpenClawGateway {
+    // MARK: Requests
+
+    func request(id: String, method: String, params: JSONValue?, on link: OpenClawClientConnection) async {
+        let answer: (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
+        switch method {
+        case "chat.send":
+            let sent = await send(params, on: link)
+            answer = sent.answer
+            if let queued = sent.queued {
+                // A busy session's message: `started`, then at once a `final` with no message.
+                try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
+                await broadcast(droppable: false) { _ in
+                    ("chat", try? JSONValue(encoding: ChatEventPayload(runId: queued.runID, sessionKey: queued.sessionKey, seq: 1, state: .final)))
+                }
+                return
+            }
+            let delay = faults.current.acknowledgementDelayMilliseconds
+            if delay > 0 {
+                // The run has started; only its answer is late.
+                let text = codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error))
+                Task {
+                    try? await Task.sleep(for: .milliseconds(delay))
+                    try? await link.write(text)
+                }
+                return
+            }
+        case "chat.history":
+            guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
+            guard let params = try? params?.decode(ChatHistoryParams.self) else {
+                return await reply(id, Self.invalid("invalid chat.history params"), on: link)
+            }
+            let limit = min(max(params.limit ?? 200, 1), 1000)
+            let key = Self.canonical(params.sessionKey)
+            let messages = (transcripts[key] ?? []).suffix(limit).map(Self.shortenedForHistory)
+            // The key as the client sent it; an unknown session has no id.
+            let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
+            answer = (true, try? JSONValue(encoding: result), nil)
+        case "chat.abort":
+            guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
+            guard let params = try? params?.decode(ChatAbortParams.self) else { return await reply(id, Self.invalid("invalid chat.abort params"), on: link) }
+            if let runID = params.runId, let run = activeRuns[runID], run.sessionKey != Self.canonical(params.sessionKey) {
+                return await reply(id, Self.invalid("runId does not match sessionKey"), on: link)
+            }
+            let aborted = await abort(sessionKey: Self.canonical(params.sessionKey), echoing: params.sessionKey, runID: params.runId, reason: "rpc")
+            answer = (true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil)
+        case "sessions.list":
+            guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
+            let sessions = Set(transcripts.keys).union([Self.mainSessionKey]).sorted().map { key in
+                SessionsListResult.Session(key: key, displayName: nil, updatedAt: transcripts[key]?.last?.timestamp)
+            }
+            answer = (true, try? JSONValue(encoding: SessionsListResult(sessions: sessions)), nil)
+        case "health":
+            answer = (true, .object(["ok": .bool(true), "ts": .number(Double(OpenClawProtocol.milliseconds(Date())))]), nil)
+        case "connect":
+            answer = (false, nil, Self.invalid("connect is only valid as the first request"))
+        default:
+            answer = (false, nil, Self.invalid("unknown method: \(method)"))
+        }
+        try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
+    }
+
+    private func reply(_ id: String, _ error: GatewayErrorShape, on link: OpenClawClientConnection) async {
+        try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: error)))
+    }
+
+    /// `chat.send`: a new key starts a run, or, while the session is busy, waits in its queue;
+    /// a key whose run is under way is `in_flight`; a finished one within the window gets its
+    /// cached answer; after the window or a restart, a repeat is a new message.
+    private func send(
+        _ params: JSONValue?, on link: OpenClawClientConnection
+    ) async -> (
+        answer: (Bool, JSONValue?, GatewayErrorShape?), queued: (runID: String, sessionKey: String)?
+    ) {
+        guard link.allows("operator.write") else { return ((false, nil, Self.missingScope("operator.write")), nil) }
+        guard let send = try? params?.decode(ChatSendParams.self), !send.sessionKey.isEmpty, !send.idempotencyKey.isEmpty else {
+            return ((false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey")), nil)
+        }
+        let key = send.idempotencyKey
+        if activeRuns[key] != nil { return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil), nil) }
+        if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.inSeconds {
+            return (
+                (
+                    finished.ok, try? JSONValue(encoding: finished.result),
+                    finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed")
+                ), nil
+            )
+        }
+        let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil) }
+        let session = Self.canonical(send.sessionKey)
+        if text == "/stop" {
+            let aborted = await abort(sessionKey: session, echoing: send.sessionKey, runID: nil, reason: "stop")
+            return ((true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil), nil)
+        }
+        _ = await record.add(id: key, content: send.message, connection: link.connection, keepingRepeats: true)
+        let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
+        if isBusy(session) {
+            enqueue(Queued(text: send.message, at: Date(), senderLabel: link.senderLabel), in: session)
+            finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
+            return (started, (key, session))
+        }
+        start(key, message: send.message, sessionKey: session, senderLabel: link.senderLabel)
+        return (started, nil)
+    }
+
+    /// A session is busy while a run of it goes on, or messages wait to follow it.
+    private func isBusy(_ session: String) -> Bool {
+        hasActiveRun(session) || hasWaiting(session)
+    }
+
+    private func hasActiveRun(_ session: String) -> Bool {
+        activeRuns.values.contains { $0.sessionKey == session }
+    }
+
+    /// Messages wait in the session's queue, or a summary of what its cap dropped is owed.
+    private func hasWaiting(_ session: String) -> Bool {
+        queues[session]?.isEmpty == false || overflow[session]?.isEmpty == false
+    }
+
+    /// Queues a message behind the session's run; past the cap the oldest is dropped.
+    private func enqueue(_ message: Queued, in session: String) {
+        var queue = queues[session] ?? []
+        queue.append(message)
+        if queue.count > settings.queueCap {
+            let dropped = queue.prefix(queue.count - settings.queueCap)
+            overflow[session, default: []].append(contentsOf: dropped)
+            queue.removeFirst(dropped.count)
+            logger.notice("queue overflow", metadata: ["gateway.session": "\(session)", "gateway.dropped": "\(overflow[session]?.count ?? 0)"])
+        }
+        queues[session] = queue
+    }
+
+    /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
+    /// session's orphan after a restart in the middle of a run).
+    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?) {
+        var entry = message
+        if let orphan = orphans.removeValue(forKey: sessionKey) {
+            entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
+        }
+        let user = ChatTranscriptMessage(role: "user", text: entry, timestamp: OpenClawProtocol.milliseconds(Date()), senderLabel: senderLabel)
+        // As the gateway: a brand-new session's first user entry appears only with its reply.
+        if transcripts[sessionKey]?.contains(where: { $0.role == "assistant" }) == true {
+            activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey))
+        } else {
+            activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user)
+        }
+        Task {
+            await self.run(runID, message: message, sessionKey: sessionKey)
+            await self.runEnded(in: sessionKey)
+        }
+    }
+
+    /// After a session's run ends, what waited behind it runs, one message a turn under a run
+    /// id of the gateway's own; then, if the queue overflowed, one turn that summarises what it dropped.
+    private func runEnded(in session: String) async {
+        guard hasWaiting(session) else { return }
+        try? await Task.sleep(for: settings.followUpDelay)
+        guard !hasActiveRun(session) else { return }
+        let turn: Queued
+        if var queue = queues[session], !queue.isEmpty {
+            turn = queue.removeFirst()
+            queues[session] = queue.isEmpty ? nil : queue
+        } else if let dropped = overflow.removeValue(forKey: session) {
+            turn = Queued(text: Self.overflowSummary(dropped), at: Date(), senderLabel: dropped.last?.senderLabel)
+        } else {
+            return
+        }
+        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel)
+    }
+
+    /// How the gateway's time stamps read: `Thu 2026-11-26 08:14 UTC`.
+    static func stamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE yyyy-MM-dd HH:mm 'UTC'"
+        return formatter.string(from: date)
+    }
+
+    /// The user entry written in place of a message that follows a run a restart cut off.
+    static func orphanRewrite(orphan: String, at orphanedAt: Date, message: String, now: Date) -> String {
+        "\(OpenClawProtocol.restartRewriteHeader)\n\n[\(stamp(orphanedAt))] \(orphan)\n\n\n[\(stamp(now))] \(message)"
+    }
+
+    /// The user entry of the turn after an overflowing queue ran: the gateway's own words.
+    static func overflowSummary(_ dropped: [Queued]) -> String {
+        let lines = dropped.map { "- [\(stamp($0.at))] \($0.text)" }.joined(separator: "\n")
+        return "[Queued messages while agent was busy]\n\n[Queue overflow] Dropped \(dropped.count) messages due to cap.\nSummary:\n\(lines)"
+    }
+
+    /// Streams the bot's reply as `chat` deltas beside `agent` events, then the final (unless
+    /// aborted meanwhile); with the `modelFailure` fault, the model fails every attempt and no
+    /// `chat` event is sent at all.
+    private func run(_ runID: String, message: String, sessionKey: String) async {
+        await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
+        let current = faults.current
+        if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
+        let reply = bot.reply(to: message)
+        var text = ""
+        var runSequence = 0
+        for piece in bot.chunks(of: reply) {
+            try? await Task.sleep(for: bot.chunkDelay)
+            guard activeRuns[runID]?.aborted == false else { return }
+            text += piece
+            runSequence += 1
+            activeRuns[runID]?.text = text
+            let cumulative = text
+            await agentEvent(runID, sessionKey: sessionKey, stream: "assistant", data: ["text": .string(cumulative), "delta": .string(piece)])
+            await broadcast(droppable: true) { version in
+                let payload = ChatEventPayload(
+                    runId: runID, sessionKey: sessionKey, seq: runSequence, state: .delta,
+                    message: ChatTranscriptMessage(role: "assistant", text: cumulative, timestamp: OpenClawProtocol.milliseconds(Date())),
+                    deltaText: version >= 4 ? piece : nil, replace: nil)
+                return ("chat", try? JSONValue(encoding: payload))
+            }
+        }
+        guard activeRuns[runID]?.aborted == false else { return }
+        let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
+        var stored = final
+        stored.model = Self.model
+        writeUserEntry(of: runID)
+        append(stored, to: sessionKey)
+        activeRuns[runID] = nil
+        finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
+        expireFinishedRuns()
+        await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("end")])
+        await broadcast(droppable: false) { _ in
+            ("chat", try? JSONValue(encoding: ChatEventPayload(runId: runID, sessionKey: sessionKey, seq: runSequence + 1, state: .final, message: final)))
+        }
+    }
+
+    /// The model fails four times, a lifecycle error each (and an empty assistant entry with
+    /// the error in the transcript), `modelRetryDelay` apart; then the gateway goes quiet and
+    /// the run is over: no `chat` event says so.
+    private func failModel(_ runID: String, sessionKey: String) async {
+        let error = "500 Internal Server Error: the model is unavailable (fault injection)"
+        for attempt in 1...4 {
+            if attempt > 1 { try? await Task.sleep(for: settings.modelRetryDelay) }
+            guard activeRuns[runID]?.aborted == false else { return }
+            writeUserEntry(of: runID)
+            append(
+                ChatTranscriptMessage(
+                    role: "assistant", text: "", timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "error", errorMessage: error, model: Self.model),
+                to: sessionKey)
+            await agentEvent(
+                runID, sessionKey: sessionKey, stream: "lifecycle",
+                data: ["phase": .string("error"), "error": .string(error), "livenessState": .string("blocked")])
+        }
+        activeRuns[runID] = nil
+        finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
+        logger.notice("the model failed (fault injection)", metadata: ["gateway.run": "\(runID)"])
+    }
+
+    private func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
+        let ts = Double(OpenClawProtocol.milliseconds(Date()))
+        await broadcast(droppable: false) { _ in
+            (
+                "agent",
+                .object([
+                    "runId": .string(runID), "stream": .string(stream), "ts": .number(ts), "data": .object(data), "sessionKey": .string(sessionKey),
+                ])
+            )
+        }
+    }
+
+    /// Aborts a run, or every run of the session; the aborted run ids. The `aborted` event
+    /// echoes the session key as the client sent it.
+    private func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
+        let chosen = activeRuns.filter { $0.value.sessionKey == sessionKey && (runID == nil || $0.key == runID) }.map(\.key).sorted()
+        for id in chosen {
+            if activeRuns[id]?.text.isEmpty == false { writeUserEntry(of: id) }
+            if let run = activeRuns[id], !run.text.isEmpty {
+                // As the gateway: its own entry with the text so far, listed before the run's user
+                // entry, then the model's partial entry.
+                let now = OpenClawProtocol.milliseconds(Date())
+                insert(
+                    ChatTranscriptMessage(
+                        role: "assistant", text: run.text, timestamp: now, stopReason: "stop", model: ChatTranscriptMessage.gatewayInjected, abortedRunID: id),
+                    before: run.userEntryID, in: sessionKey)
+                append(ChatTranscriptMessage(role: "assistant", text: run.text, timestamp: now, stopReason: "aborted", model: Self.model), to: sessionKey)
+            }
+            activeRuns[id] = nil
+            finishedRuns[id] = (ChatSendResult(runId: id, status: "ok"), true, Date())
+            await broadcast(droppable: false) { _ in
+                ("chat", try? JSONValue(encoding: ChatEventPayload(runId: id, sessionKey: requested, seq: nil, state: .aborted, stopReason: reason)))
+            }
+        }
+        return chosen
+    }
+
+    /// Sends the tick every connection relies on for liveness.
+    func tick() async {
+        guard !faults.current.stopTicking else { return }
+        let now = OpenClawProtocol.milliseconds(Date())
+        await broadcast(droppable: false) { _ in ("tick", .object(["ts": .number(Double(now))])) }
+    }
+
+    /// Sends an event to the connected clients `audience` admits (every one by default). The
+    /// gateway's counter counts every event: a protocol-3 client sees its number, and a gap
+    /// for each event it was not sent; a protocol-4 client has a counter of its own. A
+    /// droppable event is left out for a connection the `dropDeltaFraction` fault picks.
+    func broadcast(droppable: Bool, to audience: (OpenClawClientConnection) -> Bool = { _ in true }, _ event: (Int) -> (String, JSONValue?)) async {
+        let current = faults.current
+        let skip = current.skipSequence
+        if skip {
+            var cleared = current
+            cleared.skipSequence = false
+            faults.set(cleared)
+        }
+        globalSequence += skip ? 2 : 1
+        for link in links.values.sorted(by: { $0.connection < $1.connection }) {
+            guard let version = link.protocolVersion, audience(link) else { continue }
+            let sequence = version < 4 ? globalSequence : link.nextSequence(skip: skip)
+            if droppable, current.dropDeltaFraction > 0, Double.random(in: 0..<1) < current.dropDeltaFraction { continue }
+            let (name, payload) = event(version)
+            do {
+                try await link.write(codec.encode(.event(name: name, payload: payload, seq: sequence)))
+            } catch {
+                links[link.connection] = nil
+            }
+        }
+    }
+
+    private func expireFinishedRuns() {
+        let cutoff = Date().addingTimeInterval(-settings.dedupeWindow.inSeconds)
+        finishedRuns = finishedRuns.filter { $0.value.at > cutoff }
+        if finishedRuns.count > 1000 {
+            for key in finishedRuns.sorted(by: { $0.value.at < $1.value.at }).prefix(finishedRuns.count - 1000).map(\.key) { finishedRuns[key] = nil }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+public import FoundationEssentials
+
+// The commands tether-snapd serves (``Endpoints/snapshotStore``): the transcript and display snapshots.
+
+/// Fetch the latest transcript from the snapshot store, a page at a time, newest page first.
+public enum TranscriptCommand: BusCommand {
+    public static let method = "transcript"
+    public static let endpoint = Endpoints.snapshotStore
+
+    /// The most entries one reply holds, so that a reply stays well under the bus's 1 MiB.
+    public static let pageLimit = 1000
+
+    public struct Request: Codable, Sendable {
+        /// The most recent entries to return, oldest first (at most ``TranscriptCommand/pageLimit``).
+        public var limit: Int
+        /// Only entries before this position (from an earlier reply's `nextBefore`); nil for the newest.
+        public var before: Int?
+        /// OpenClaw: only the entries of this session (its canonical key, as `conv.session`
+        /// says it), and those that name none; nil: of the session `conv.session` said last.
+        public var session: String?
+
+        public init(limit: Int = 1000, before: Int? = nil, session: String? = nil) {
+            self.limit = limit
+            self.before = before
+            self.session = session
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        public var entries: [TranscriptEntry]
+        /// Where the next older page starts; nil when there is none.
+        public var nextBefore: Int?
+        /// The store holds every conversation change up to this revision: a front end drops
+        /// the live changes it receives with a revision no higher (the Clone pattern).
+        public var revision: Int
+
+        public init(entries: [TranscriptEntry], nextBefore: Int? = nil, revision: Int = 0) {
+            self.entries = entries
+            self.nextBefore = nextBefore
+            self.revision = revision
+        }
+    }
+}
+
+/// What a front end needs for its first frame, in one request to snapd: its display
+/// snapshot, the connection identity and the newest page of the transcript.
+public enum SnapshotCommand: BusCommand {
+    public static let method = "snapshot"
+    public static let endpoint = Endpoints.snapshotStore
+
+    public struct Request: Codable, Sendable {
+        /// The kind of front end whose display snapshot to return.
+        public var frontEnd: String
+        /// The most transcript entries to return (at most ``TranscriptCommand/pageLimit``).
+        public var limit: Int
+        /// OpenClaw: only the transcript of this session (see ``TranscriptCommand/Request/session``).
+        public var session: String?
+
+        public init(frontEnd: String, limit: Int = TranscriptCommand.pageLimit, session: String? = nil) {
+            self.frontEnd = frontEnd
+            self.limit = limit
+            self.session = session
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// The front end's display as it last saved it; nil if it never did.
+        public var display: DisplaySnapshot?
+        /// Who connd connects as, as last published; nil before connd ever ran.
+        public var identity: ConnectionIdentity?
+        /// The newest page of the transcript; older pages come from ``TranscriptCommand``.
+        public var transcript: TranscriptCommand.Reply
+        /// Replies still streaming, as far as they came, in the order they started.
+        public var streaming: [StreamProgress]
+        /// The conversation as `conv.session` said it last, whose transcript this is when the
+        /// request named no session; nil before protod ever said.
+        public var session: ConversationSession?
+
+        public init(
+            display: DisplaySnapshot?, identity: ConnectionIdentity?, transcript: TranscriptCommand.Reply, streaming: [StreamProgress] = [],
+            session: ConversationSession? = nil
+        ) {
+            self.display = display
+            self.identity = identity
+            self.transcript = transcript
+            self.streaming = streaming
+            self.session = session
+        }
+    }
+}
+
+/// Keep a front end's display snapshot; the reply comes once it is committed.
+public enum SaveDisplayCommand: BusCommand {
+    public static let method = "display.save"
+    public static let endpoint = Endpoints.snapshotStore
+
+    public typealias Request = DisplaySnapshot
+
+    public struct Reply: Codable, Sendable {
+        public var savedAt: Date
+
+        public init(savedAt: Date) {
+            self.savedAt = savedAt
+        }
+    }
+}
+
+// MARK: Bounds tether-snapd enforces
+
+extension TranscriptCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        (1...TranscriptCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(TranscriptCommand.pageLimit) (it is \(limit))"
+    }
+}
+
+extension SnapshotCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        (1...TranscriptCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(TranscriptCommand.pageLimit) (it is \(limit))"
+    }
+}
