@@ -195,6 +195,7 @@ import TetherWire
         func serve(endpoint name: String) async throws(BusError) -> AsyncStream<IncomingCommand> { throw Self.error }
         func reply(to command: IncomingCommand, encodedBody: Data) throws(BusError) { throw Self.error }
         func reply(to command: IncomingCommand, error: CommandErrorReply) throws(BusError) { throw Self.error }
+        var statistics: BusCounters { BusCounters() }
     }
 
     @Test func aSendWithNoBusExitsFourInTheBussWords() async throws {

@@ -8,13 +8,13 @@ import TetherWire
 /// `tether watch`: the stored transcript, then every change, while announcing itself as a front end.
 /// With `json`, one JSON object a line (`{"topic", "body"}`); without, the lines a person reads.
 public struct ConversationPrinter: Service {
-    private let bus: BusClient
+    private let bus: any Bus
     private let json: Bool
     private let history: Int
     private let formatter = TranscriptFormatter()
 
     /// - Parameter history: how many stored messages to print first.
-    public init(bus: BusClient, json: Bool, history: Int) {
+    public init(bus: any Bus, json: Bool, history: Int) {
         self.bus = bus
         self.json = json
         self.history = history
