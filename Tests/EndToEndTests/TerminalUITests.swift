@@ -87,6 +87,52 @@ import TetherTesting
         try ui.press("C-c")
     }
 
+    /// The terminal UI sleeps between keys and changes: what the bus brings, a resize and a
+    /// long paste are each drawn, with no periodic redraw in between.
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func aChangeAResizeAndAPasteAreDrawnWithoutPolling() async throws {
+        let set = try await ComposedSet()
+        defer { set.stop() }
+        let ui = try startUI(set, columns: 100, rows: 20)
+        _ = try await ui.waitFor("Ctrl-C quit")
+
+        // Idle: the process's threads, counted as the kernel switches to them.
+        let pid = try ui.pid()
+        let before = Self.switches(of: pid)
+        try await Task.sleep(for: .seconds(3))
+        print("terminal UI idle: \(Double(Self.switches(of: pid) - before) / 3) wakeups a second (all its threads)")
+
+        // Sent from elsewhere: the bus wakes the UI, which draws it.
+        #expect(try set.tether(["send", "from another front end"]).status == 0)
+        _ = try await ui.waitFor("You: from another front end  ✓✓ delivered", "Opta: You said: from another front end")
+
+        // Narrower: every line is drawn again within the new width.
+        try ui.resize(columns: 40, rows: 20)
+        let narrow = await eventually(timeout: .seconds(5)) {
+            let lines = ui.screen().split(separator: "\n")
+            return lines.contains { $0.hasPrefix("Opta: You said: from another") } && lines.allSatisfy { $0.count <= 40 }
+        }
+        #expect(narrow, "not redrawn for 40 columns:\n\(ui.screen())")
+
+        // A long paste: the composer shows its end, where the cursor is.
+        let pasted = String(repeating: "abcdefghij", count: 300) + "END"
+        try ui.type(pasted)
+        let shown = try await ui.waitFor("END")
+        #expect(shown.split(separator: "\n").last { $0.hasPrefix(">") }?.hasSuffix("END") == true, "the cursor's end is not shown:\n\(shown)")
+        try ui.press("C-c")
+    }
+
+    /// Context switches of every thread of `pid`, voluntary and not.
+    private static func switches(of pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.reduce(0) { total, task in
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
+            return total
+                + status.split(separator: "\n").filter { $0.contains("ctxt_switches:") }.compactMap { Int($0.split(separator: "\t").last ?? "") }
+                .reduce(0, +)
+        }
+    }
+
     /// As a user runs it: from a shell, where Ctrl-Z stops the job and `fg` brings it back.
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
     func ctrlZStopsTheJobAndFgResumes() async throws {

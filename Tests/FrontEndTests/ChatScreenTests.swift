@@ -81,6 +81,23 @@ import TetherWire
         #expect(wide == ["你好", "你好", "你好"])
     }
 
+    /// "Reconnected" is the only thing on the screen that changes with time alone: the
+    /// screen says when, and nothing after it goes.
+    @Test func reconnectedSaysWhenItGoesAndNothingElseIsDue() {
+        let start = ContinuousClock.now
+        var banner = Banner()
+        #expect(banner.nextChange(after: start) == nil)
+        banner.update(ConnectionStatus(phase: .connected, url: "ws://gateway", epoch: 1), at: start)
+        banner.update(ConnectionStatus(phase: .reconnecting, url: "ws://gateway", epoch: 1), at: start)
+        #expect(banner.nextChange(after: start) == nil, "reconnecting shows until the next status")
+        banner.update(ConnectionStatus(phase: .connected, url: "ws://gateway", epoch: 2), at: start)
+        #expect(banner.shown(at: start)?.words == "Reconnected")
+        #expect(banner.nextChange(after: start) == start + Banner.reconnectedFor)
+        let gone = start + Banner.reconnectedFor
+        #expect(banner.shown(at: gone) == nil)
+        #expect(banner.nextChange(after: gone) == nil)
+    }
+
     @Test func theComposerWindowKeepsTheCursorVisible() {
         let text = Array("abcdefghij")
         let (shown, column) = TerminalText.window(text, cursor: 10, width: 5)

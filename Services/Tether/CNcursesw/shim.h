@@ -5,9 +5,13 @@
 
 #define NCURSES_WIDECHAR 1
 #include <ncursesw/curses.h>
+#include <errno.h>
 #include <locale.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <wchar.h>
 
@@ -37,7 +41,8 @@ enum {
 };
 
 /// Takes the terminal: UTF-8 from the locale, raw keys (Ctrl-C and Ctrl-Z arrive as keys),
-/// no echo, function keys decoded, and a key read that waits at most `wait_ms`.
+/// no echo, function keys decoded, and a key read that waits at most `wait_ms` (0: never;
+/// the caller then waits with `tether_tui_wait`).
 static inline void tether_tui_start(int wait_ms) {
     setlocale(LC_ALL, "");
     initscr();
@@ -55,6 +60,63 @@ static inline void tether_tui_start(int wait_ms) {
         init_pair(TETHER_STYLE_GOOD, COLOR_BLACK, COLOR_GREEN);
         init_pair(TETHER_STYLE_DIM, COLOR_CYAN, -1);
         init_pair(TETHER_STYLE_TITLE, COLOR_BLACK, COLOR_WHITE);
+    }
+}
+
+/// The descriptor a resize is announced on, and the SIGWINCH handler ncurses installed. Kept
+/// in a function's static: a file-scope static of this header is not emitted into Swift's object.
+struct tether_tui_resize_state {
+    int descriptor;
+    struct sigaction ncurses;
+};
+
+static inline struct tether_tui_resize_state *tether_tui_resize(void) {
+    static struct tether_tui_resize_state state = {.descriptor = -1};
+    return &state;
+}
+
+static inline void tether_tui_on_resize(int signal) {
+    int saved = errno;
+    struct tether_tui_resize_state *state = tether_tui_resize();
+    // ncurses notes the new size first: its next key read returns KEY_RESIZE.
+    if ((state->ncurses.sa_flags & SA_SIGINFO) == 0 && state->ncurses.sa_handler != SIG_DFL && state->ncurses.sa_handler != SIG_IGN) {
+        state->ncurses.sa_handler(signal);
+    }
+    uint64_t one = 1;
+    if (state->descriptor >= 0) (void)!write(state->descriptor, &one, sizeof one);
+    errno = saved;
+}
+
+/// Writes to `descriptor` (an eventfd) on every resize of the terminal, after ncurses has
+/// taken note of it: a thread waiting on the descriptor wakes whichever thread the signal
+/// reached, and reads the KEY_RESIZE ncurses then returns. Called once, after
+/// `tether_tui_start`, which installs ncurses' own handler.
+static inline void tether_tui_announce_resizes(int descriptor) {
+    struct tether_tui_resize_state *state = tether_tui_resize();
+    state->descriptor = descriptor;
+    struct sigaction ours = {0};
+    ours.sa_handler = tether_tui_on_resize;
+    sigemptyset(&ours.sa_mask);
+    ours.sa_flags = SA_RESTART;
+    sigaction(SIGWINCH, &ours, &state->ncurses);
+}
+
+/// A descriptor to wake the terminal's thread with (an eventfd); -1 with errno set when none can be had.
+static inline int tether_tui_wake_descriptor(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+/// Wakes a thread waiting in `tether_tui_wait` on `wake`.
+static inline void tether_tui_wake(int wake) {
+    uint64_t one = 1;
+    (void)!write(wake, &one, sizeof one);
+}
+
+/// Waits until the terminal has input, `wake` (an eventfd) was written to, or `timeout_ms`
+/// passed (-1: no limit), then empties `wake`. A signal ends the wait early.
+static inline void tether_tui_wait(int wake, int timeout_ms) {
+    struct pollfd descriptors[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = wake, .events = POLLIN}};
+    if (poll(descriptors, 2, timeout_ms) > 0 && (descriptors[1].revents & POLLIN)) {
+        uint64_t count;
+        (void)!read(wake, &count, sizeof count);
     }
 }
 

@@ -64,6 +64,13 @@ public struct Banner: Sendable, Equatable {
         return banner
     }
 
+    /// When what the banner shows changes by itself ("Reconnected" goes); nil when it shows
+    /// what it will show until the next status.
+    public func nextChange(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        guard phase == .connected, let until = reconnectedUntil, now < until else { return nil }
+        return until
+    }
+
     /// Whether the connection failed and waits for the user.
     public var isFailed: Bool { phase == .failed }
 }

@@ -252,6 +252,12 @@ public struct ChatScreen: Sendable {
 
     // MARK: Output
 
+    /// When the screen changes by itself, with no message or key: a front end that drew it at
+    /// `now` draws it again then, and need not wake before. Nil: not until something happens.
+    public func nextChange(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        banner.nextChange(after: now)
+    }
+
     /// The screen for a terminal of `width` columns and `height` rows.
     public func render(width: Int, height: Int, at now: ContinuousClock.Instant) -> ScreenFrame {
         let width = max(10, width)

@@ -8,11 +8,15 @@ import TetherWire
 
 /// The full-screen terminal UI. One thread owns the terminal (ncurses is not thread-safe):
 /// it reads keys, hands the actions they ask for to Swift concurrency and draws the screen
-/// whenever it changed. Bus messages reach the screen's state from async tasks through a lock.
+/// whenever it changed. Bus messages reach the screen's state from async tasks through a lock,
+/// and wake the thread. Between keys and changes the thread sleeps: no polling timeout, no
+/// periodic redraw.
 public final class TerminalSession: Sendable {
     private let bus: any Bus
     private let screen: Mutex<ChatScreen>
     private let dirty = Atomic<Bool>(true)
+    /// Wakes the terminal's thread: a change to draw, a resize.
+    private let wake: Int32
     private let actions: AsyncStream<TerminalEvent>
     private let post: AsyncStream<TerminalEvent>.Continuation
     /// Signalled by the async side when a suspend is saved and done, so the UI thread can stop the process.
@@ -32,6 +36,17 @@ public final class TerminalSession: Sendable {
         self.bus = bus
         screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0))
         (actions, post) = AsyncStream.makeStream()
+        wake = tether_tui_wake_descriptor()
+    }
+
+    deinit {
+        if wake >= 0 { close(wake) }
+    }
+
+    /// Something changed: the terminal's thread draws it.
+    private func changed() {
+        dirty.store(true, ordering: .relaxed)
+        if wake >= 0 { tether_tui_wake(wake) }
     }
 
     /// Runs the UI until the user quits; `events` is the bus subscription it draws from.
@@ -45,7 +60,7 @@ public final class TerminalSession: Sendable {
             group.addTask {
                 for await message in events {
                     let (changed, wanted) = self.screen.withLock { ($0.apply(message, at: .now), $0.wantedSession) }
-                    if changed { self.dirty.store(true, ordering: .relaxed) }
+                    if changed { self.changed() }
                     // Fetched beside the bus: what comes meanwhile is held and applied after it.
                     if let wanted, message.topic == .conversationSession { Task { await self.loadTranscript(of: wanted) } }
                 }
@@ -76,7 +91,7 @@ public final class TerminalSession: Sendable {
             do {
                 let reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
                 screen.withLock { $0.showSessions(reply) }
-                dirty.store(true, ordering: .relaxed)
+                changed()
             } catch {
                 report("cannot list the sessions: \(error)")
             }
@@ -119,7 +134,7 @@ public final class TerminalSession: Sendable {
             screen.withLock { $0.showTranscript(FirstFrame(display: nil, identity: nil, entries: [], revision: 0), of: session) }
             report("cannot show the earlier messages of \(session): \(error)")
         }
-        dirty.store(true, ordering: .relaxed)
+        changed()
     }
 
     /// Keeps the display in snapd so the next start draws it; a snapd that does not answer
@@ -138,24 +153,32 @@ public final class TerminalSession: Sendable {
 
     private func report(_ problem: String) {
         screen.withLock { $0.report(problem) }
-        dirty.store(true, ordering: .relaxed)
+        changed()
     }
 
     // MARK: The terminal thread
 
     private func terminalLoop() {
-        tether_tui_start(40)
-        var lastDraw = ContinuousClock.now
+        // Keys are read without waiting; the thread waits in poll(2) on the terminal and the
+        // wake-up descriptor together, so it sleeps until a key, a resize, a change or the
+        // screen's next change by itself (the end of "Reconnected").
+        tether_tui_start(wake >= 0 ? 0 : 250)
+        if wake >= 0 { tether_tui_announce_resizes(wake) }
+        var nextChange: ContinuousClock.Instant?
         while true {
-            let now = ContinuousClock.now
-            // Redraw on a change, and a few times a second for what time changes (the banner's "Reconnected").
-            if dirty.exchange(false, ordering: .relaxed) || now - lastDraw > .milliseconds(250) {
-                draw(at: now)
-                lastDraw = now
-            }
             var function: Int32 = 0
             let code = tether_tui_key(&function)
-            guard Int(code) != TETHER_KEY_NONE, let key = Self.key(code, function: function != 0) else { continue }
+            guard Int(code) != TETHER_KEY_NONE else {
+                // Nothing more to read (a paste is read whole before it is drawn once).
+                let now = ContinuousClock.now
+                if dirty.exchange(false, ordering: .relaxed) || nextChange.map({ now >= $0 }) == true {
+                    draw(at: now)
+                    nextChange = screen.withLock { $0.nextChange(after: now) }
+                }
+                if wake >= 0 { tether_tui_wait(wake, Self.milliseconds(until: nextChange)) }
+                continue
+            }
+            guard let key = Self.key(code, function: function != 0) else { continue }
             let (action, display) = screen.withLock { screen in
                 let action = screen.handle(key, at: .now)
                 return (action, action == nil ? nil : screen.displaySnapshot(width: Int(tether_tui_columns()), height: Int(tether_tui_rows())))
@@ -179,6 +202,14 @@ public final class TerminalSession: Sendable {
                 break
             }
         }
+    }
+
+    /// The time until `deadline` in whole milliseconds, rounded up; -1 for none.
+    static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
+        guard let deadline else { return -1 }
+        let (seconds, attoseconds) = (deadline - .now).components
+        guard seconds >= 0 else { return 0 }
+        return Int32(min(Int64(Int32.max), seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
     }
 
     private func draw(at now: ContinuousClock.Instant) {
