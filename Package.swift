@@ -194,6 +194,8 @@ let package = Package(
                     "TetherBus", "TetherSchema", "TetherService", "TetherWire", .logging, .serviceLifecycle,
                     .product(name: "Hummingbird", package: "hummingbird"),
                     .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
                 resources: [.copy("Resources/app.js"), .copy("Resources/app.css")],
@@ -297,7 +299,10 @@ let package = Package(
             ),
             .testTarget(
                 name: "WebFrontEndTests",
-                dependencies: ["WebFrontEnd", "TetherSchema", "TetherWire"],
+                dependencies: [
+                    "WebFrontEnd", "TetherSchema", "TetherWire", .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                ],
                 path: "Tests/WebFrontEndTests",
                 swiftSettings: swiftSettings
             ),

@@ -131,6 +131,15 @@ import TetherWire
 /// Sends a WebSocket upgrade request (or, with `upgrade` false, a plain GET) on a new TCP
 /// connection and returns what the first read brings, as text.
 func rawUpgrade(port: Int, path: String, extraHeader: String? = nil, upgrade: Bool = true) throws -> String {
+    var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+    if upgrade { request += "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" }
+    if let extraHeader { request += extraHeader + "\r\n" }
+    return try rawRequest(port: port, request + "\r\n")
+}
+
+/// Sends `request`, as it is, on a new TCP connection to 127.0.0.1 and returns what the first
+/// read brings, as text.
+func rawRequest(port: Int, _ request: String) throws -> String {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard descriptor >= 0 else { throw TestFailure("socket: \(errno)") }
     defer { close(descriptor) }
@@ -144,10 +153,6 @@ func rawUpgrade(port: Int, path: String, extraHeader: String? = nil, upgrade: Bo
     guard connected == 0 else { throw TestFailure("connect: \(errno)") }
     var timeout = timeval(tv_sec: 3, tv_usec: 0)
     setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
-    if upgrade { request += "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" }
-    if let extraHeader { request += extraHeader + "\r\n" }
-    request += "\r\n"
     _ = request.withCString { send(descriptor, $0, strlen($0), 0) }
     var buffer = [UInt8](repeating: 0, count: 65536)
     let count = recv(descriptor, &buffer, buffer.count, 0)

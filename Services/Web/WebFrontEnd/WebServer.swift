@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
@@ -89,9 +90,13 @@ public enum WebServer {
         }
 
         let urlFile = configuration.urlFile
+        let webSocketResponder = router.buildResponder()
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            server: HTTPServerBuilder { responder in
+                GuardedChildChannel(
+                    inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init()))
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? configuration.port
