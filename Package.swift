@@ -198,7 +198,7 @@ let package = Package(
                     .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
-                resources: [.copy("Resources/app.js"), .copy("Resources/app.css")],
+                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg")],
                 swiftSettings: swiftSettings
             ),
             .executableTarget(

@@ -102,6 +102,21 @@ def check_first_frame_without_websocket(driver):
     return f"{len(texts)} entries in the HTML with scripts off"
 
 
+def check_focus_and_icon(driver):
+    """At load the composer has the focus, so typing goes there; the page names an icon that
+    is served (a page naming none makes the browser ask for /favicon.ico, a 404 here)."""
+    driver.get(BASE)
+    wait(lambda: driver.execute_script("return document.activeElement && document.activeElement.id") == "message", 10,
+         "the composer focused at load")
+    icon = driver.execute_script("""
+        const link = document.querySelector('link[rel="icon"]');
+        if (!link) return null;
+        const answer = await fetch(link.href, {credentials: 'same-origin'});
+        return [answer.status, answer.headers.get('content-type')];""")
+    assert icon == [200, "image/svg+xml"], f"the page's icon: {icon}"
+    return "composer focused at load; icon served as image/svg+xml"
+
+
 def replies_to(driver, message_id):
     return driver.execute_script(
         "return [...document.querySelectorAll('#conversation li.bot')].filter((li) => li.dataset.replyTo === arguments[0]).map((li) => li.innerText)",
@@ -286,7 +301,7 @@ def check_another_session_replaces_the_transcript(driver):
     return said
 
 
-CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_send_delivered_and_reply_grows,
+CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
           check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_keyboard_dark_scheme_and_zoom]
 
 

@@ -50,6 +50,7 @@ public struct PageRenderer: Sendable {
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Tether</title>
             <link rel="stylesheet" href="/app.css">
+            <link rel="icon" href="/icon.svg" type="image/svg+xml">
             </head>
             <body>
             <div class="page">
@@ -79,7 +80,7 @@ public struct PageRenderer: Sendable {
             <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
             <form id="composer" class="composer">
             <label for="message" class="visually-hidden">Message</label>
-            <textarea id="message" name="message" rows="2" placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
+            <textarea id="message" name="message" rows="2" autofocus placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
             <button type="submit">Send</button>
             </form>
             </div>

@@ -40,7 +40,7 @@ public enum WebServer {
         ]
     }
 
-    /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/ws`.
+    /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/icon.svg`, `/ws`.
     static func makeApplication(
         configuration: WebConfiguration, bus: any Bus, connection: LatestConnection, logger: Logger
     ) throws -> some ApplicationProtocol {
@@ -48,6 +48,7 @@ public enum WebServer {
         let pages = PagePresence(bus: bus)
         let script = try asset("app.js")
         let style = try asset("app.css")
+        let icon = try asset("icon.svg")
         let renderer = PageRenderer()
         let port = Mutex(configuration.port)
         let access: @Sendable () -> WebAccess = {
@@ -66,6 +67,9 @@ public enum WebServer {
         }
         router.get("/app.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: style)))
+        }
+        router.get("/icon.svg") { _, _ in
+            Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: icon)))
         }
         router.ws("/ws") { inbound, outbound, context in
             pages.opened()
