@@ -29,15 +29,10 @@ extension DeliveryStateMachine {
         open.dialect.rules.wirePathLost(&self)
     }
 
-    /// Whether a message was written on the connection `id` and its frame may be lost.
-    func isUncertain(_ message: Pending, on id: String) -> Bool {
-        if case .uncertain(let on, _, _) = message.delivery { on == id } else { false }
-    }
-
-    /// When the acknowledgements of messages written on the connection are due or late.
-    func acknowledgementDeadlines(on open: Connection) -> [Date] {
+    /// When the acknowledgements of messages written on the open connection are due or late.
+    var acknowledgementDeadlines: [Date] {
         pending.flatMap { message -> [Date] in
-            guard case .written(let written, _) = message.delivery, written.on == open.id else { return [] }
+            guard case .written(let written, _) = message.delivery else { return [] }
             return [written.acknowledgementDue] + (written.lateAt.map { [$0] } ?? [])
         }
     }
@@ -82,7 +77,7 @@ extension DeliveryStateMachine {
             // Late by its retry policy counts against health once per message.
             let lateAt = attempts.countedLate ? nil : now.addingTimeInterval(Double(message.retry.timeoutMilliseconds) / 1000)
             pending[index].delivery = .written(
-                Written(on: open.id, acknowledgementDue: now.addingTimeInterval(settings.probeAfter), lateAt: lateAt), attempts)
+                Written(acknowledgementDue: now.addingTimeInterval(settings.probeAfter), lateAt: lateAt), attempts)
         }
         if awaitingReply.count > Self.awaitingReplyLimit { awaitingReply.removeFirst(awaitingReply.count - Self.awaitingReplyLimit) }
         guard !written.isEmpty else { return }
@@ -94,10 +89,10 @@ extension DeliveryStateMachine {
     /// it is probed, and the message keeps waiting. One late by its retry policy also counts
     /// against health, once.
     mutating func checkOverdue(now: Date, into actions: inout [Action]) {
-        guard let open = connection else { return }
+        guard connection != nil else { return }
         var probe = false
         for index in pending.indices {
-            guard case .written(var written, var attempts) = pending[index].delivery, written.on == open.id else { continue }
+            guard case .written(var written, var attempts) = pending[index].delivery else { continue }
             if let late = written.lateAt, now >= late {
                 probe = true
                 written.lateAt = nil

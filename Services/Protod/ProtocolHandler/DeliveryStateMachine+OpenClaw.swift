@@ -15,7 +15,7 @@ extension DeliveryStateMachine {
             // Unanswered while the gateway answers other things: ask for fewer.
             if open.heard.lastAt > lookup.sentAt { deadlines.append(lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline)) }
         }
-        deadlines += acknowledgementDeadlines(on: open)
+        deadlines += acknowledgementDeadlines
         if link.recovered {
             for run in runs.values {
                 deadlines.append(run.heardAt.addingTimeInterval(settings.replyStallDeadline))
@@ -63,7 +63,7 @@ extension DeliveryStateMachine {
         }
         // Frames written before the bus path dropped, or by a protod that died, may not have
         // arrived: looked up again before anything is written.
-        let uncertain = pending.indices.filter { isUncertain(pending[$0], on: open.id) }
+        let uncertain = pending.indices.filter { pending[$0].delivery.isUncertain }
         if !uncertain.isEmpty {
             for index in uncertain { pending[index].delivery = pending[index].delivery.unconfirmed }
             if link.history == nil { link.recovered = false } else { link.lookupAgain = true }
@@ -281,8 +281,7 @@ extension DeliveryStateMachine {
         return !runs.isEmpty || !otherRuns.isEmpty
             || pending.contains { message in
                 switch message.delivery {
-                case .written(let written, _): written.on == open.id
-                case .uncertain(let on, nil, _): on == open.id
+                case .written, .uncertain(_, nil, _): true
                 // The gateway is busy until its queue has run: a message written now would join
                 // it. A session quiet for the reply stall deadline is not running it: no longer.
                 case .held, .uncertain, .unconfirmed: gatewayHoldEnds(message, link).map { now < $0 } ?? false

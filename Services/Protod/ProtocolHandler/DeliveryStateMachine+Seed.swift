@@ -115,9 +115,9 @@ enum SeedDialect: DeliveryDialect {
             deadlines.append(asked.addingTimeInterval(settings.probeDeadline))
         }
         // Until the gateway says whether it resumes, nothing written before a loss is decided.
-        guard machine.resumeSupport != .unknown || !machine.pending.contains(where: { machine.isUncertain($0, on: open.id) }) else { return deadlines }
+        guard machine.resumeSupport != .unknown || !machine.pending.contains(where: \.delivery.isUncertain) else { return deadlines }
         if let probe = open.probeDeadline { deadlines.append(probe) }
-        deadlines += machine.acknowledgementDeadlines(on: open)
+        deadlines += machine.acknowledgementDeadlines
         for stream in machine.streams.values {
             if open.probeDeadline == nil {
                 deadlines.append(max(stream.grewAt, open.heard.lastAt).addingTimeInterval(settings.probeAfter))
@@ -188,7 +188,7 @@ extension DeliveryStateMachine {
         // died, may be lost: to a gateway that drops repeated ids they are written again;
         // otherwise the connection is replaced (and they are written on the new one), never
         // written twice on it.
-        let uncertain = pending.indices.filter { isUncertain(pending[$0], on: open.id) }
+        let uncertain = pending.indices.filter { pending[$0].delivery.isUncertain }
         if !uncertain.isEmpty {
             switch resumeSupport {
             case .resumes:

@@ -28,7 +28,9 @@ extension DeliveryStateMachine {
     }
 
     /// Where a message's delivery stands. `written`, `uncertain` and `held` are on the open
-    /// connection; when it ends, they become `unconfirmed`.
+    /// connection; when it ends, they become `unconfirmed`. (Only a restarted protod's
+    /// `uncertain` messages wait for a connection: the first one keeps them uncertain when it
+    /// is the one they were written on, and makes them `unconfirmed` otherwise.)
     ///
     /// ```
     /// queued ─────────────── written ──────────────────────────► written
@@ -96,6 +98,11 @@ extension DeliveryStateMachine {
             }
         }
 
+        /// Written on the open connection, with a frame that may be lost.
+        var isUncertain: Bool {
+            if case .uncertain = self { true } else { false }
+        }
+
         /// The same delivery once what the gateway has of it is unknown: the connection it was
         /// written on ended, or its frame may be lost and the gateway drops repeats.
         var unconfirmed: Delivery {
@@ -108,10 +115,8 @@ extension DeliveryStateMachine {
         }
     }
 
-    /// A message's write on the open connection, and what it waits for there.
+    /// What a message written on the open connection waits for there.
     struct Written: Sendable, Equatable {
-        /// The connection it was written on.
-        var on: String
         /// When the missing acknowledgement makes the connection a question: it is probed then.
         var acknowledgementDue: Date
         /// When the acknowledgement is late by the message's retry policy, counted against
