@@ -106,7 +106,7 @@ actor ConnectionIO {
             addJob.yield {
                 var answer = GatewayKnock.Answer.silent
                 if let address {
-                    answer = await GatewayKnock.knock(host: address.host, port: address.port, timeout: .nanoseconds(Int64(knock.timeout / .nanoseconds(1))))
+                    answer = await GatewayKnock.knock(host: address.host, port: address.port, timeout: TimeAmount(knock.timeout))
                 }
                 driver.send(.knockAnswered(answer, knock))
             }
