@@ -12,6 +12,10 @@ public struct ChatSendParams: Sendable, Hashable, Codable {
         self.message = message
         self.idempotencyKey = idempotencyKey
     }
+
+    /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes
+    /// aside): a message fits a gateway's `policy.maxPayload` when its UTF-8 bytes and these do.
+    public static let frameOverhead = 512
 }
 
 /// The payload of a `chat.send` response.

@@ -68,11 +68,8 @@ struct OpenClawLink: Sendable, Equatable {
     /// Whether a message's `chat.send` fits in the gateway's largest frame.
     func fits(_ content: String) -> Bool {
         guard let maximumPayload else { return true }
-        return content.utf8.count + Self.sendOverhead <= maximumPayload
+        return content.utf8.count + ChatSendParams.frameOverhead <= maximumPayload
     }
-
-    /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes aside).
-    static let sendOverhead = 512
 
     private static let codec = OpenClawCodec()
 
