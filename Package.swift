@@ -191,14 +191,15 @@ let package = Package(
             .target(
                 name: "WebFrontEnd",
                 dependencies: [
-                    "TetherBus", "TetherSchema", "TetherService", "TetherWire", .logging, .serviceLifecycle,
+                    "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", .logging, .serviceLifecycle,
+                    .product(name: "Crypto", package: "swift-crypto"),
                     .product(name: "Hummingbird", package: "hummingbird"),
                     .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                     .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
-                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg")],
+                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js")],
                 swiftSettings: swiftSettings
             ),
             .executableTarget(

@@ -80,6 +80,12 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         return false
     }
 
+    /// True for ``tooLarge(size:limit:)``: over the bus's limit, so nothing was sent.
+    public var isTooLarge: Bool {
+        if case .tooLarge = code { return true }
+        return false
+    }
+
     /// The owner's code, when the error is an `error` reply to a command.
     public var refusalCode: CommandErrorReply.Code? {
         if case .remote(_, let error) = code { return error.code }

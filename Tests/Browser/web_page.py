@@ -29,8 +29,8 @@ from selenium.webdriver.common.keys import Keys
 URL, RUN, SHOTS = sys.argv[1], sys.argv[2], sys.argv[3]
 SESSIONS_ONLY = len(sys.argv) > 5 and sys.argv[4] == "sessions"
 TETHER = sys.argv[5] if SESSIONS_ONLY else None
-BASE = URL.split("?")[0]
 HOST = urllib.parse.urlparse(URL).netloc
+TOKEN = urllib.parse.parse_qs(urllib.parse.urlparse(URL).query)["token"][0]
 
 
 def browser():
@@ -95,7 +95,7 @@ def check_first_frame_without_websocket(driver):
         driver.get(BASE)
         texts = [item.text for item in driver.find_elements(By.CSS_SELECTOR, "#conversation li")]
         assert any(text.startswith("You: stored before the page") and "delivered" in text for text in texts), \
-            f"the first frame lacks the stored message: {texts}"
+            f"the first frame lacks the stored message: {[text[:80] for text in texts]}"
         assert any(text.startswith("Opta: You said: stored before the page") for text in texts), f"the first frame lacks the reply: {texts}"
     finally:
         driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
@@ -236,6 +236,7 @@ def check_keyboard_dark_scheme_and_zoom(driver):
 
 
 def request(path, headers=None, method="GET"):
+    """Sends a request as written on a new connection; answers its status and head."""
     connection = socket.create_connection((HOST.split(":")[0], int(HOST.split(":")[1])), timeout=10)
     headers = dict(headers or {})
     headers.setdefault("Connection", "close")
@@ -253,24 +254,283 @@ def request(path, headers=None, method="GET"):
     return int(head.split(" ")[1]), head
 
 
+def page_path():
+    """Where tether-web serves the page: the redirect that trades the token for the cookie."""
+    status, head = request("/?token=" + TOKEN, {"Host": HOST})
+    assert status == 303, f"the first URL: {status} {head}"
+    location = [line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.lower().startswith("location:")][0]
+    assert location.startswith("/s/") and location.endswith("/"), location
+    return location
+
+
+PAGE = page_path()
+BASE = f"http://{HOST}{PAGE}"
+
+
 def check_strangers_are_refused(_driver):
-    token = urllib.parse.parse_qs(urllib.parse.urlparse(URL).query)["token"][0]
     status, _ = request("/", {"Host": HOST})
     assert status == 401, f"no token: {status}"
-    status, head = request("/?token=" + token, {"Host": HOST})
-    assert status == 303 and "HttpOnly" in head and "SameSite=Strict" in head, f"the first URL: {status} {head}"
-    cookie = f"tether_web={token}"
-    status, head = request("/", {"Host": HOST, "Cookie": cookie})
+    status, head = request("/?token=" + TOKEN, {"Host": HOST})
+    cookies = [line for line in head.split("\r\n") if line.lower().startswith("set-cookie:")]
+    assert status == 303 and any(f"Path={PAGE.rstrip('/')};" in line and "HttpOnly" in line and "SameSite=Strict" in line for line in cookies), \
+        f"the first URL: {status} {head}"
+    cookie = f"tether_web={TOKEN}"
+    status, head = request(PAGE, {"Host": HOST, "Cookie": cookie})
     assert status == 200 and "content-security-policy: default-src 'none'" in head.lower(), f"with the cookie: {status} {head}"
-    status, _ = request("/", {"Host": "evil.example:" + HOST.split(":")[1], "Cookie": cookie})
+    status, head = request(PAGE + "access", {"Host": HOST})
+    assert status == 401, f"the page's files without the cookie: {status}"
+    status, _ = request("/", {"Host": HOST, "Cookie": cookie})
+    assert status == 401, f"outside the page's path with the cookie: {status}"
+    status, _ = request(PAGE, {"Host": "evil.example:" + HOST.split(":")[1], "Cookie": cookie})
     assert status == 421, f"a wrong Host (DNS rebinding): {status}"
     upgrade = {"Host": HOST, "Cookie": cookie, "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
-    refused, _ = request("/ws", dict(upgrade, Origin="http://evil.example"))
+    refused, _ = request(PAGE + "ws", dict(upgrade, Origin="http://evil.example"))
     assert 400 <= refused < 500, f"a cross-site Origin on the WebSocket: {refused}"
-    status, _ = request("/ws", dict(upgrade, Origin="http://" + HOST))
+    status, _ = request(PAGE + "ws", dict(upgrade, Origin="http://" + HOST))
     assert status == 101, f"the page's own Origin on the WebSocket: {status}"
-    return f"no token 401, token URL 303 with an HttpOnly SameSite=Strict cookie, wrong Host 421, cross-site Origin on the WebSocket {refused}"
+    return f"no token 401, token URL 303 with an HttpOnly SameSite=Strict cookie for {PAGE}, wrong Host 421, cross-site Origin on the WebSocket {refused}"
+
+
+def set_composer(driver, text):
+    """Puts text in the composer as a paste does (typing megabytes key by key takes minutes)."""
+    driver.execute_script("""
+        const box = document.getElementById('message');
+        box.value = arguments[0];
+        box.dispatchEvent(new Event('input', {bubbles: true}));""", text)
+
+
+def press_enter(driver):
+    driver.execute_script("""
+        document.getElementById('message').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true, cancelable: true}));""")
+
+
+def text_of(driver, element_id):
+    return driver.find_element(By.ID, element_id).get_attribute("textContent")
+
+
+def delivered(driver, text, timeout=30):
+    """Waits until a message of one's own starting with `text` is marked delivered; answers its id."""
+    found = wait(lambda: [item for item in conversation(driver) if item[1].startswith("You: " + text) and "delivered" in item[1]], timeout,
+                 f"{text[:40]!r} delivered")
+    return found[0][0]
+
+
+def send_and_await_delivery(driver, text):
+    send(driver, text)
+    return delivered(driver, text)
+
+
+def follow_banner(driver):
+    driver.execute_script("""
+        window.bannerHistory = [];
+        const words = document.getElementById('banner-words');
+        new MutationObserver(() => window.bannerHistory.push(words.textContent)).observe(words, {childList: true, characterData: true, subtree: true});""")
+
+
+def tether_web_banners(driver):
+    return [words for words in driver.execute_script("return window.bannerHistory") if "tether-web" in words]
+
+
+def check_oversized_messages_are_refused_in_words(driver):
+    """2 MiB typed: refused in the composer, in words, and kept there; a 1 MiB draft: not
+    saved, said so; 300 KiB: delivered. The page stays connected throughout, then sends."""
+    driver.get(BASE)
+    live(driver)
+    follow_banner(driver)
+    before = len(conversation(driver))
+    set_composer(driver, "x" * (2 << 20))
+    press_enter(driver)
+    refused = wait(lambda: "Not sent" in text_of(driver, "notice") and text_of(driver, "notice"), 10, "the 2 MiB message refused in words")
+    assert "2.0 MiB" in refused, refused
+    assert len(conversation(driver)) == before, "the refused message was added to the conversation"
+    assert driver.execute_script("return document.getElementById('message').value.length") == 2 << 20, "the refused message left the composer"
+    note = text_of(driver, "size-note")
+    assert "not sent and not saved" in note, f"the composer's note: {note!r}"
+    set_composer(driver, "d" * ((1 << 20) + 1))
+    time.sleep(1.5)  # past the draft's saving pause: nothing over the limit may leave the page
+    note = text_of(driver, "size-note")
+    assert "1.0 MiB" in note and "not saved" in note, f"the 1 MiB draft's note: {note!r}"
+    set_composer(driver, "y" * (300 << 10))
+    press_enter(driver)
+    delivered(driver, "yyyy", 60)
+    assert text_of(driver, "size-note") == "", "the note stayed after the composer emptied"
+    send_and_await_delivery(driver, "small after the large ones")
+    assert not tether_web_banners(driver), f"the page lost tether-web: {tether_web_banners(driver)}"
+    return f"2 MiB refused: {refused!r}; 1 MiB draft: {note!r}; 300 KiB delivered; then a small message"
+
+
+def check_a_frame_too_large_for_tether_web_fails_its_message(driver):
+    """A page that believes in larger limits (an older page) sends 2 MiB: tether-web closes
+    the socket (1009); the page marks that message failed, forgets it, and sends again."""
+    driver.get(BASE)
+    live(driver)
+    driver.execute_script("limits = Object.assign({}, limits, {messageBytes: 1e9, draftBytes: 1e9});")
+    set_composer(driver, "o" * (2 << 20))
+    press_enter(driver)
+    # Read in the page: the conversation's whole text is megabytes now.
+    failed = wait(lambda: driver.execute_script("""
+        return [...document.querySelectorAll('#conversation li.user')].filter((li) => li.querySelector('.text').textContent.startsWith('oooo'))
+            .map((li) => li.querySelector('.mark').textContent).filter((mark) => mark.includes('failed'))"""), 60, "the 2 MiB message failed")
+    kept = driver.execute_script("return JSON.parse(localStorage.getItem('tether-pending') || '[]').map((m) => m.content.length)")
+    assert all(length < 1000 for length in kept), f"the failed message is still kept: {kept}"
+    assert "too large" in text_of(driver, "notice"), text_of(driver, "notice")
+    send_and_await_delivery(driver, "small after the frame too large")
+    return f"marked {failed[0]!r}; then a small message delivered"
+
+
+def check_what_the_browser_kept_cannot_stop_the_page(driver):
+    """What an older page left in the browser's storage (a 2 MiB message, malformed entries)
+    is refused in words when the page opens again in a new tab; what fits is delivered."""
+    driver.get(BASE)
+    live(driver)
+    driver.execute_script("""localStorage.setItem('tether-pending', JSON.stringify(
+        [{id: 'kept-huge', content: 'z'.repeat(2 << 20)}, {id: 5}, 'junk', null, {id: 'kept-small', content: 'kept from before'}]));""")
+    old = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    new = driver.current_window_handle
+    driver.switch_to.window(old)
+    driver.close()
+    driver.switch_to.window(new)
+    driver.get(BASE)
+    wait(lambda: [text for identifier, text in conversation(driver) if identifier == "kept-huge" and "failed" in text], 20, "the kept 2 MiB message failed")
+    delivered(driver, "kept from before")
+    kept = driver.execute_script("return localStorage.getItem('tether-pending')")
+    assert "kept-huge" not in kept, "the 2 MiB message is still kept"
+    send_and_await_delivery(driver, "small after reopening")
+    return "2 MiB kept message failed in words and forgotten; malformed entries ignored; the kept small one delivered"
+
+
+def another_program():
+    """A program listening on another port of 127.0.0.1, recording the cookies it is sent."""
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get_all("Cookie") or []))
+            body = b"<!doctype html><title>another program</title><p>another program of this host</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+def check_a_page_tether_web_refuses_says_so(driver):
+    """A page whose browser lost both its cookie and its key: when its WebSocket closes (here:
+    tether-web restarted) the banner says tether-web refuses it and what to do, not
+    "Reconnecting…" for ever; the URL `tether web` prints lets it in again."""
+    driver.get(BASE)
+    live(driver)
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    driver.execute_script("delete document.documentElement.dataset.pageKey; localStorage.removeItem('tether-page-key');")
+    kill_and_await_restart("web")
+    words = wait(lambda: "refuses" in text_of(driver, "banner-words") and text_of(driver, "banner-words"), 30, "the banner saying tether-web refuses the page")
+    assert "tether web" in words and "Reconnecting" not in words, words
+    driver.get(URL)
+    live(driver)
+    send_and_await_delivery(driver, "sent after logging in again")
+    return f"banner: {words!r}; in again through the printed URL"
+
+
+def check_another_port_gets_nothing(driver):
+    """A page served from another port of 127.0.0.1 is sent no key, cannot use tether-web,
+    and cannot lock tether-web's page out with cookies of its own."""
+    server, seen = another_program()
+    other = f"http://127.0.0.1:{server.server_port}"
+    try:
+        driver.get(BASE)
+        live(driver)
+        driver.get(other + "/")
+        tried = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const web = arguments[0], page = arguments[1], other = arguments[2];
+            const result = {};
+            // Cookies of the same name, for the whole host and for paths the page could be under.
+            for (const path of ['/', '/s', '/s/']) document.cookie = 'tether_web=forged; path=' + path;
+            result.visible = document.cookie;
+            const opens = (url) => new Promise((resolve) => {
+                const socket = new WebSocket(url);
+                socket.onopen = () => { socket.close(); resolve(true); };
+                socket.onerror = () => resolve(false);
+            });
+            const status = (url) => fetch(url, {credentials: 'include'}).then((answer) => answer.status, () => 'refused');
+            (async () => {
+                result.socketAtRoot = await opens('ws://' + web + '/ws');
+                // Even knowing the page's path, which it cannot.
+                result.socketAtPage = await opens('ws://' + web + page + 'ws');
+                result.fetchPage = await status('http://' + web + page + 'access');
+                // Its own server, asked under the paths a key could be scoped to.
+                for (const path of ['/', '/s/', '/s/x/', '/ws']) await fetch(other + path, {credentials: 'include'});
+                done(result);
+            })();""", HOST, PAGE, other)
+        assert tried["socketAtRoot"] is False and tried["socketAtPage"] is False, f"another port opened tether-web's WebSocket: {tried}"
+        assert tried["fetchPage"] == "refused", f"another port read tether-web: {tried}"
+        assert TOKEN not in tried["visible"], "another port's page reads the key"
+        leaked = [(path, cookies) for path, cookies in seen if any(TOKEN in cookie for cookie in cookies)]
+        assert not leaked, f"another port was sent the key: {leaked}"
+        assert seen, "the other program was never asked for anything"
+        driver.get(BASE)
+        live(driver)
+        send_and_await_delivery(driver, "sent after another port tried")
+        # Cookies enough to push tether-web's out of the browser's jar (it keeps about 150 for a host).
+        driver.get(other + "/")
+        driver.execute_script("for (let i = 0; i < 400; i++) document.cookie = 'flood' + i + '=' + 'x'.repeat(100) + '; path=/';")
+        # A page's cookies reach the browser's cookie jar a moment later: the flood is over when the jar stops changing.
+        jar = lambda: sorted(cookie["name"] for cookie in driver.get_cookies())
+        settled = [None]
+        def unchanged():
+            now = jar()
+            same = now == settled[0]
+            settled[0] = now
+            time.sleep(0.3)
+            return same
+        wait(unchanged, 20, "the cookie jar settled")
+        gone = not any(cookie["name"] == "tether_web" and cookie["value"] == TOKEN for cookie in driver.get_cookies())
+        driver.get(BASE)
+        live(driver)
+        send_and_await_delivery(driver, "sent after another port's cookie flood")
+        return (f"no key in {len(seen)} requests to port {server.server_port}; its WebSocket and fetch refused; "
+                f"its cookie flood {'pushed the key out, and the page got it back' if gone else 'left the key'}; tether-web's page still sends")
+    finally:
+        server.shutdown()
+
+
+def check_screen_reader_hears_each_message_once(driver):
+    """A message sent and answered adds its own item and its reply's, changed in place as the
+    reply grows; the announcer says the reply once, whole."""
+    driver.get(BASE)
+    live(driver)
+    conversation_region = driver.execute_script("return document.getElementById('conversation').getAttribute('aria-live')")
+    assert conversation_region is None, "the conversation list is a live region: every change would be read"
+    driver.execute_script("""
+        window.added = [];
+        new MutationObserver((records) => { for (const record of records) for (const node of record.addedNodes) window.added.push(node.nodeName); })
+            .observe(document.querySelector('main'), {childList: true, subtree: true});
+        window.announced = [];
+        const announcer = document.getElementById('announcer');
+        new MutationObserver(() => window.announced.push(announcer.textContent))
+            .observe(announcer, {childList: true, characterData: true, subtree: true});""")
+    send(driver, "heard once")
+    message_id = delivered(driver, "heard once")
+    wait(lambda: any(text.endswith("You said: heard once") for text in replies_to(driver, message_id)), 30, "the whole reply")
+    wait(lambda: driver.execute_script("return window.announced.length") > 0, 10, "the reply announced")
+    time.sleep(0.5)
+    added = driver.execute_script("return window.added")
+    announced = [words for words in driver.execute_script("return window.announced") if "heard once" in words]
+    assert len(added) <= 3, f"{len(added)} nodes added for one message sent and answered: {added}"
+    assert len(announced) == 1 and announced[0].startswith("Opta says: You said: heard once"), f"announced: {announced}"
+    return f"{len(added)} nodes added ({', '.join(added)}); announced once: {announced[0]!r}"
 
 
 def use_session(key):
@@ -302,6 +562,9 @@ def check_another_session_replaces_the_transcript(driver):
 
 
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
+          check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
+          check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
+          check_a_page_tether_web_refuses_says_so,
           check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_keyboard_dark_scheme_and_zoom]
 
 
@@ -325,7 +588,11 @@ def main():
                     driver.save_screenshot(shot)
                 except Exception:
                     shot = "(no screenshot)"
-                print(f"FAILED {check.__name__}: {error}\n{traceback.format_exc()}screenshot: {shot}", flush=True)
+                try:
+                    console = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+                except Exception:
+                    console = []
+                print(f"FAILED {check.__name__}: {error}\n{traceback.format_exc()}screenshot: {shot}\nthe page's errors: {console[-10:]}", flush=True)
     finally:
         driver.quit()
     print(f"browser checks: {len(checks) - failures} of {len(checks)} passed in {time.monotonic() - started:.1f} s", flush=True)

@@ -18,10 +18,12 @@ public struct PageRenderer: Sendable {
         public var problem: String?
         /// OpenClaw: the session whose transcript this is.
         public var session: String?
+        /// The sizes the page keeps to.
+        public var limits: PageLimits
 
         public init(
             entries: [TranscriptEntry] = [], revision: Int = 0, streaming: [StreamProgress] = [], draft: String = "", connection: ConnectionStatus? = nil,
-            problem: String? = nil, session: String? = nil
+            problem: String? = nil, session: String? = nil, limits: PageLimits = .standard
         ) {
             self.entries = entries
             self.revision = revision
@@ -30,10 +32,42 @@ public struct PageRenderer: Sendable {
             self.connection = connection
             self.problem = problem
             self.session = session
+            self.limits = limits
         }
     }
 
-    public init() {}
+    /// Where the page is served (``WebAccess/pagePath``): its files are asked for there.
+    public let pagePath: String
+    /// What the page keeps in its origin's storage to get its cookie back (``WebAccess/pageKey``).
+    public let pageKey: String
+
+    public init(pagePath: String, pageKey: String) {
+        self.pagePath = pagePath
+        self.pageKey = pageKey
+    }
+
+    /// The page answered to a browser that asks for the page without its cookie: its script
+    /// trades the key the page keeps in the browser's storage for the cookie and loads the
+    /// page again; without one, it shows `words`.
+    public func recoveryPage(words: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en" data-page-path="\(escape(pagePath))">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>Tether</title>
+        <link rel="icon" href="\(escape(pagePath))/icon.svg" type="image/svg+xml">
+        </head>
+        <body>
+        <p id="words" role="alert" hidden>\(escape(words))</p>
+        <noscript><p>\(escape(words))</p></noscript>
+        <script src="\(escape(pagePath))/recover.js"></script>
+        </body>
+        </html>
+
+        """
+    }
 
     /// The whole page.
     public func page(_ frame: FirstFrame) -> String {
@@ -44,13 +78,13 @@ public struct PageRenderer: Sendable {
         let banner = frame.connection.flatMap { $0.phase == .connected ? nil : $0.words }
         return """
             <!doctype html>
-            <html lang="en">
+            <html lang="en" data-page-path="\(escape(pagePath))" data-page-key="\(escape(pageKey))">
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Tether</title>
-            <link rel="stylesheet" href="/app.css">
-            <link rel="icon" href="/icon.svg" type="image/svg+xml">
+            <link rel="stylesheet" href="\(escape(pagePath))/app.css">
+            <link rel="icon" href="\(escape(pagePath))/icon.svg" type="image/svg+xml">
             </head>
             <body>
             <div class="page">
@@ -73,19 +107,21 @@ public struct PageRenderer: Sendable {
             <p id="network-news" class="visually-hidden" role="status" aria-live="polite"></p>
             <main>
             <h2 class="visually-hidden">Conversation</h2>
-            <ol id="conversation" class="conversation" aria-live="polite" aria-relevant="additions">
+            <ol id="conversation" class="conversation">
             \(items)
             </ol>
+            <p id="announcer" class="visually-hidden" aria-live="polite" aria-atomic="true"></p>
             </main>
             <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
+            <p id="size-note" class="notice" aria-live="polite" hidden></p>
             <form id="composer" class="composer">
             <label for="message" class="visually-hidden">Message</label>
-            <textarea id="message" name="message" rows="2" autofocus placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
+            <textarea id="message" name="message" rows="2" autofocus aria-describedby="size-note" placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
             <button type="submit">Send</button>
             </form>
             </div>
             <script type="application/json" id="first-frame">\(json(frame))</script>
-            <script src="/app.js"></script>
+            <script src="\(escape(pagePath))/app.js"></script>
             </body>
             </html>
 

@@ -76,6 +76,9 @@ public struct WebBridge: Sendable {
                 if let warning = reply.warning { fields["warning"] = warning }
                 return PageMessage.answer(fields)
             } catch {
+                if error.isTooLarge {
+                    return PageMessage.answer(["type": "sendError", "id": id, "code": "tooLarge", "message": "too large to send: \(error)"])
+                }
                 if let code = error.refusalCode, let words = error.refusal {
                     return PageMessage.answer(["type": "sendError", "id": id, "code": code.rawValue, "message": words])
                 }
@@ -84,7 +87,14 @@ public struct WebBridge: Sendable {
             }
         case "draft":
             let display = DisplaySnapshot(frontEnd: Self.frontEnd, draft: request.text ?? "")
-            _ = try? await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(2), attempts: 1)
+            do {
+                _ = try await bus.request(SaveDisplayCommand.self, display, timeout: .seconds(2), attempts: 1)
+            } catch {
+                // Told only when saving cannot succeed: an unanswered save is repeated with the next keystroke.
+                if error.isTooLarge || error.refusalCode != nil {
+                    return PageMessage.answer(["type": "draftRefused", "message": "the draft is not saved: \(error)"])
+                }
+            }
             return nil
         case "reconnect":
             _ = try? await bus.request(

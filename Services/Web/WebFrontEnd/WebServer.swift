@@ -40,7 +40,8 @@ public enum WebServer {
         ]
     }
 
-    /// The application: `/` (the page with its first frame), `/app.js`, `/app.css`, `/icon.svg`, `/ws`.
+    /// The application: under the page's path (``WebAccess/pagePath``) the page with its first
+    /// frame, `app.js`, `app.css`, `icon.svg`, `access` and the WebSocket `ws`; `/` trades the token.
     static func makeApplication(
         configuration: WebConfiguration, bus: any Bus, connection: LatestConnection, logger: Logger
     ) throws -> some ApplicationProtocol {
@@ -49,29 +50,40 @@ public enum WebServer {
         let script = try asset("app.js")
         let style = try asset("app.css")
         let icon = try asset("icon.svg")
-        let renderer = PageRenderer()
+        let recovery = try asset("recover.js")
         let port = Mutex(configuration.port)
         let access: @Sendable () -> WebAccess = {
             WebAccess(token: configuration.token, hosts: WebAccess.hosts(listeningOn: configuration.host, port: port.withLock { $0 }))
         }
+        let pagePath = WebAccess.pagePath(for: configuration.token)
+        let renderer = PageRenderer(pagePath: pagePath, pageKey: access().pageKey)
+        let limits = PageLimits.standard
 
         let router = Router(context: BasicWebSocketRequestContext.self)
-        router.add(middleware: AccessMiddleware(access: access, logger: logger))
-        router.get("/") { _, _ -> Response in
+        router.add(middleware: AccessMiddleware(access: access, renderer: renderer, logger: logger))
+        // Everything lives under the page's path; "/" only trades the token (AccessMiddleware).
+        let page = router.group(RouterPath(pagePath))
+        page.get("/") { _, _ -> Response in
             let frame = await bridge.firstFrame(connection: connection.status)
             return Response(
                 status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: renderer.page(frame))))
         }
-        router.get("/app.js") { _, _ in
+        page.get("app.js") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: script)))
         }
-        router.get("/app.css") { _, _ in
+        page.get("app.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: style)))
         }
-        router.get("/icon.svg") { _, _ in
+        page.get("icon.svg") { _, _ in
             Response(status: .ok, headers: [.contentType: "image/svg+xml"], body: .init(byteBuffer: ByteBuffer(string: icon)))
         }
-        router.ws("/ws") { inbound, outbound, context in
+        page.get("recover.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: recovery)))
+        }
+        // Whether this browser still has its key: the page asks when its WebSocket cannot
+        // open, and shows the refusal's words instead of trying again for ever.
+        page.get("access") { _, _ in Response(status: .noContent) }
+        page.ws("ws") { inbound, outbound, context in
             pages.opened()
             defer { pages.closed() }
             guard let subscription = try? await bus.subscribe(to: PageMessage.topics, confirm: true) else {
@@ -84,7 +96,7 @@ public enum WebServer {
                         if let text = PageMessage.bus(message) { try await outbound.write(.text(text)) }
                     }
                 }
-                for try await message in inbound.messages(maxSize: BusSchema.maximumBodySize) {
+                for try await message in inbound.messages(maxSize: limits.frameBytes) {
                     guard case .text(let text) = message else { continue }
                     if let answer = await bridge.answer(text) { try await outbound.write(.text(answer)) }
                 }
@@ -99,7 +111,9 @@ public enum WebServer {
             router: router,
             server: HTTPServerBuilder { responder in
                 GuardedChildChannel(
-                    inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init()))
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder,
+                        configuration: .init(maxFrameSize: limits.frameBytes)))
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
             onServerRunning: { channel in
@@ -125,19 +139,31 @@ public enum WebServer {
 /// Judges every request by ``WebAccess`` and sets the headers every answer carries.
 struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
     let access: @Sendable () -> WebAccess
+    let renderer: PageRenderer
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let verdict = access().judge(
-            path: request.uri.path, queryToken: request.uri.queryParameters["token"].map(String.init),
-            cookieToken: request.cookies[WebAccess.cookieName]?.value, host: request.head.authority,
-            origin: request.headers[.origin], upgrade: request.headers[.upgrade]?.lowercased() == "websocket")
+            WebAccess.Request(
+                path: request.uri.path, queryToken: request.uri.queryParameters["token"].map(String.init),
+                cookieTokens: WebAccess.tokens(inCookieHeaders: request.headers[values: .cookie]), pageKey: request.headers[.pageKey],
+                host: request.head.authority,
+                origin: request.headers[.origin], fetchSite: request.headers[.secFetchSite], fetchMode: request.headers[.secFetchMode],
+                upgrade: request.headers[.upgrade]?.lowercased() == "websocket"))
         var response: Response
         switch verdict {
         case .allow:
             response = try await next(request, context)
         case .setCookieAndRedirect(let location):
-            response = Response(status: .seeOther, headers: [.location: location, .setCookie: access().cookie])
+            response = Response(status: .seeOther, headers: [.location: location])
+            for cookie in access().cookies { response.headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        case .setCookie:
+            response = Response(status: .noContent)
+            for cookie in access().cookies { response.headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        case .recover(let words):
+            response = Response(
+                status: .unauthorized, headers: [.contentType: "text/html; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: renderer.recoveryPage(words: words))))
         case .refuse(let status, let words):
             logger.warning("refused a request", metadata: ["web.path": "\(request.uri.path)", "web.status": "\(status)", "web.reason": "\(words)"])
             response = Response(
@@ -150,6 +176,14 @@ struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[.cacheControl] = "no-store"
         return response
     }
+}
+
+extension HTTPField.Name {
+    /// Who made a request: the page itself (`same-origin`), another site or another port of the host, or the person (`none`).
+    static var secFetchSite: Self { Self("Sec-Fetch-Site")! }
+    /// How: `navigate` for a page opened in a window.
+    static var secFetchMode: Self { Self("Sec-Fetch-Mode")! }
+    static var pageKey: Self { Self(WebAccess.pageKeyHeader)! }
 }
 
 /// tether-web is a front end while at least one page is open: its presence on the bus then.

@@ -2,11 +2,17 @@
 // tether-web's WebSocket, which speaks the bus schema (docs/BUS.md, docs/WEB.md).
 // Plain JavaScript, no build step. Nothing typed is lost: a message gets its id here, waits in
 // localStorage until tether-web has handed it to protod, and is sent again with the same id
-// (never twice: protod keeps one message per id) after any reconnect.
+// (never twice: protod keeps one message per id) after any reconnect. Nothing the page keeps
+// can stop it from working: what is over the limits is refused here in words, before it is
+// sent or kept.
 "use strict";
 
 const frame = JSON.parse(document.getElementById("first-frame").textContent);
+/** Where the page and its WebSocket are served (tether-web's page path). */
+const pagePath = document.documentElement.dataset.pagePath || "";
 const list = document.getElementById("conversation");
+const announcer = document.getElementById("announcer");
+const sizeNote = document.getElementById("size-note");
 const banner = document.getElementById("banner");
 const bannerWords = document.getElementById("banner-words");
 const reconnectButton = document.getElementById("reconnect");
@@ -23,11 +29,37 @@ const statusFields = {
 };
 
 const PENDING_KEY = "tether-pending";
+/** Where the page keeps its key, to get its cookie back without the URL (recover.js reads it too). */
+const PAGE_KEY = "tether-page-key";
 /** Entries by id, in the order they first came. */
 const entries = new Map();
 /** Replies still streaming, by id: each its latest progress, with the whole reply so far in `content`. */
 const streams = new Map();
 const utf8 = new TextEncoder();
+/** The sizes tether-web reads and carries (PageLimits); a snapshot brings them again. */
+let limits = frame.limits || { messageBytes: 1044480, draftBytes: 1044480, frameBytes: 1114112, gatewayOverheadBytes: 512 };
+/** OpenClaw: the largest frame the gateway reads, from conn.state; null when not known. */
+let gatewayPayload = (frame.connection && frame.connection.gateway && frame.connection.gateway.maximumPayload) || null;
+
+function sizeWords(bytes) {
+  if (bytes < 1024) return bytes + " bytes";
+  if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(bytes < 10240 ? 1 : 0) + " KiB";
+  return (bytes / (1024 * 1024)).toFixed(1) + " MiB";
+}
+
+/** Why `text` cannot be sent (over tether-web's limit or the gateway's), in words; null when it can. */
+function tooLarge(text) {
+  const carried = utf8.encode(JSON.stringify(text)).length;
+  if (carried > limits.messageBytes) {
+    return "The message is " + sizeWords(carried) + "; a message may have at most " + sizeWords(limits.messageBytes) + ". Shorten it or send it in parts.";
+  }
+  const bytes = utf8.encode(text).length;
+  if (gatewayPayload && bytes + limits.gatewayOverheadBytes > gatewayPayload) {
+    return "The message is " + sizeWords(bytes) + "; the gateway reads at most " + sizeWords(gatewayPayload - limits.gatewayOverheadBytes)
+      + " in a message. Shorten it or send it in parts.";
+  }
+  return null;
+}
 
 /**
  * A conv.stream progress applied to what the page has of the reply: the reply so far, or
@@ -57,56 +89,133 @@ let hadConnection = false;
 let lastNetwork = null;
 let draftTimer = null;
 
+/** The messages waiting for tether-web, as kept: anything malformed in the storage is left out. */
 function pending() {
-  try { return JSON.parse(localStorage.getItem(PENDING_KEY) || "[]"); } catch (_) { return []; }
+  let kept;
+  try { kept = JSON.parse(localStorage.getItem(PENDING_KEY) || "[]"); } catch (_) { return []; }
+  if (!Array.isArray(kept)) return [];
+  return kept.filter((waiting) => waiting && typeof waiting.id === "string" && typeof waiting.content === "string");
 }
-function setPending(messages) { localStorage.setItem(PENDING_KEY, JSON.stringify(messages)); }
+/** Keeps the waiting messages; false when the browser's storage refused them (full, or off). */
+function setPending(messages) {
+  try {
+    localStorage.setItem(PENDING_KEY, JSON.stringify(messages));
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
 
 const MARKS = { queued: "… queued", sent: "✓ sent", accepted: "✓ accepted, waiting in the gateway's queue", delivered: "✓✓ delivered", failed: "✗ failed", expired: "✗ expired",
   cancelled: "✗ cancelled", sending: "… sending" };
 
+/** The items shown, by id, each with the nodes that change in place. */
+const shown = new Map();
+let emptyItem = null;
+/** Ids already announced: each new message is announced once. */
+const announced = new Set();
+/** Whether the page has drawn its first frame: what comes after is news to announce. */
+let drawn = false;
+
+/**
+ * Brings the list in line with the entries and the replies streaming, changing only what
+ * changed: a new entry adds one item, a growing reply changes its text in place, so a screen
+ * reader hears each message once (through the announcer) and not the whole list again.
+ */
 function render() {
-  list.textContent = "";
-  if (entries.size === 0 && streams.size === 0) {
-    const empty = document.createElement("li");
-    empty.className = "empty";
-    empty.textContent = "No messages yet. Type one and press Enter.";
-    list.appendChild(empty);
-    return;
-  }
-  for (const entry of entries.values()) list.appendChild(item(entry, false));
+  const wanted = [];
+  for (const entry of entries.values()) wanted.push([entry, false]);
   for (const progress of streams.values()) {
     if (!entries.has(progress.id.value)) {
-      list.appendChild(item({ id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo, session: progress.session }, true));
+      wanted.push([{ id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo, session: progress.session }, true]);
     }
+  }
+  const ids = new Set(wanted.map(([entry]) => entry.id.value));
+  for (const [id, view] of shown) if (!ids.has(id)) { view.li.remove(); shown.delete(id); }
+  if (wanted.length === 0) {
+    if (!emptyItem) {
+      emptyItem = document.createElement("li");
+      emptyItem.className = "empty";
+      emptyItem.textContent = "No messages yet. Type one and press Enter.";
+      list.appendChild(emptyItem);
+    }
+    return;
+  }
+  if (emptyItem) { emptyItem.remove(); emptyItem = null; }
+  let cursor = list.firstElementChild;
+  for (const [entry, streaming] of wanted) {
+    let view = shown.get(entry.id.value);
+    if (!view) { view = makeView(); shown.set(entry.id.value, view); }
+    update(view, entry, streaming);
+    if (view.li === cursor) cursor = cursor.nextElementSibling;
+    else list.insertBefore(view.li, cursor);
+    if (drawn && !streaming) announce(entry);
   }
 }
 
-function item(entry, streaming) {
+/** An item's nodes; its words are set in place by `update`. */
+function makeView() {
   const li = document.createElement("li");
-  const other = entry.sender && entry.sender.type === "user" && entry.author;
-  const mine = entry.sender && entry.sender.type === "user" && !other;
-  li.className = mine ? "user" : other ? "other" : "bot";
-  li.dataset.id = entry.id.value;
-  if (entry.inReplyTo) li.dataset.replyTo = entry.inReplyTo.value;
   const who = document.createElement("span");
   who.className = "who";
-  who.textContent = (entry.session && shownSession && entry.session !== shownSession ? "[" + entry.session + "] " : "")
-    + (mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":");
+  const whoWords = document.createTextNode("");
+  who.appendChild(whoWords);
   const text = document.createElement("span");
-  text.className = "text" + (streaming ? " streaming" : "");
-  text.textContent = entry.content;
-  li.append(who, " ", text);
-  if (mine || entry.status === "incomplete") {
-    li.append(" ");
-    const mark = document.createElement("span");
-    const status = entry.status || "sending";
-    mark.className = "mark" + (["failed", "expired", "cancelled", "incomplete"].includes(status) ? " bad" : "");
-    mark.textContent = status === "incomplete" ? "✗ cut off" + (entry.detail ? ": " + entry.detail : "") : (MARKS[status] || status);
-    if (entry.detail && mine && status !== "delivered") mark.title = entry.detail;
-    li.appendChild(mark);
-  }
-  return li;
+  const textWords = document.createTextNode("");
+  text.appendChild(textWords);
+  // Between the text and its mark, when there is one (a reply has none: its text ends the item).
+  const spacer = document.createTextNode("");
+  const mark = document.createElement("span");
+  const markWords = document.createTextNode("");
+  mark.appendChild(markWords);
+  li.append(who, " ", text, spacer, mark);
+  return { li, whoWords, text, textWords, spacer, mark, markWords };
+}
+
+function setWords(node, words) { if (node.data !== words) node.data = words; }
+
+function update(view, entry, streaming) {
+  const other = entry.sender && entry.sender.type === "user" && entry.author;
+  const mine = entry.sender && entry.sender.type === "user" && !other;
+  const className = mine ? "user" : other ? "other" : "bot";
+  if (view.li.className !== className) view.li.className = className;
+  if (view.li.dataset.id !== entry.id.value) view.li.dataset.id = entry.id.value;
+  if (entry.inReplyTo && view.li.dataset.replyTo !== entry.inReplyTo.value) view.li.dataset.replyTo = entry.inReplyTo.value;
+  setWords(view.whoWords, (entry.session && shownSession && entry.session !== shownSession ? "[" + entry.session + "] " : "")
+    + (mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":"));
+  const textClass = "text" + (streaming ? " streaming" : "");
+  if (view.text.className !== textClass) view.text.className = textClass;
+  setWords(view.textWords, entry.content);
+  const status = entry.status || "sending";
+  const marked = mine || status === "incomplete";
+  if (view.mark.hidden === marked) view.mark.hidden = !marked;
+  setWords(view.spacer, marked ? " " : "");
+  if (!marked) return;
+  const markClass = "mark" + (["failed", "expired", "cancelled", "incomplete"].includes(status) ? " bad" : "");
+  if (view.mark.className !== markClass) view.mark.className = markClass;
+  setWords(view.markWords, status === "incomplete" ? "✗ cut off" + (entry.detail ? ": " + entry.detail : "") : (MARKS[status] || status));
+  const title = entry.detail && mine && status !== "delivered" ? entry.detail : "";
+  if (view.mark.title !== title) view.mark.title = title;
+}
+
+/**
+ * Says a new message once, in the announcer's live region: a reply when it is whole,
+ * another person's message, and a message of one's own that failed.
+ */
+function announce(entry) {
+  const mine = entry.sender.type === "user" && !entry.author;
+  const failed = ["failed", "expired", "cancelled"].includes(entry.status);
+  const key = entry.id.value + (mine ? ":" + entry.status : "");
+  if ((mine && !failed) || announced.has(key)) return;
+  announced.add(key);
+  const content = entry.content.length > 2000 ? entry.content.slice(0, 2000) + "…" : entry.content;
+  let words;
+  if (mine) words = "Your message was not delivered: " + (entry.detail || entry.status);
+  else if (entry.sender.type === "user") words = entry.author + " says: " + content;
+  else words = (entry.sender.name || botName) + (entry.status === "incomplete" ? ", cut off: " : " says: ") + content;
+  // A zero-width space tells two equal messages apart, so the second is announced too.
+  const node = announcer.firstChild || announcer.appendChild(document.createTextNode(""));
+  node.data = node.data.endsWith(words) ? words + "\u200b" : words;
 }
 
 const RANK = { sending: 0, queued: 1, sent: 2, accepted: 2.5, delivered: 3, received: 3, failed: 4, expired: 4, cancelled: 4, incomplete: 4 };
@@ -145,7 +254,7 @@ function showSession(session) {
   revision = 0;
   notice.textContent = "Now chatting in " + shownSession + ".";
   render();
-  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "snapshot", session: shownSession }));
+  if (socket && socket.readyState === WebSocket.OPEN) transmit("snapshot", { session: shownSession });
 }
 
 function applySnapshot(snapshot) {
@@ -175,9 +284,11 @@ function showConnection(status) {
   showBanner(tone, words, phase === "failed" || phase === "waitingForNetwork" || phase === "reconnecting");
 }
 
-function showBanner(tone, words, offerReconnect) {
+/** The banner: `about` names what it tells of (the gateway's connection, or "tether-web"). */
+function showBanner(tone, words, offerReconnect, about = "gateway") {
   if (!tone) { banner.hidden = true; return; }
   banner.hidden = false;
+  banner.dataset.about = about;
   banner.className = "banner " + tone;
   bannerWords.textContent = words;
   reconnectButton.hidden = !offerReconnect;
@@ -197,6 +308,7 @@ function receive(data) {
   const message = JSON.parse(data);
   switch (message.type) {
     case "snapshot":
+      if (message.snapshot.limits) limits = message.snapshot.limits;
       applySnapshot(message.snapshot);
       render();
       break;
@@ -209,11 +321,11 @@ function receive(data) {
       break;
     case "sendError":
       if (message.code === "unavailable") break; // kept, sent again on the next connection
-      setPending(pending().filter((waiting) => waiting.id !== message.id));
-      entries.set(message.id, Object.assign(entries.get(message.id) || { id: { value: message.id }, sender: { type: "user" }, content: "" },
-        { status: "failed", detail: "not sent: " + message.message }));
-      notice.textContent = "Not sent: " + message.message;
-      render();
+      fail(message.id, message.message);
+      break;
+    case "draftRefused":
+      draftRefusedAt = input.value.length;
+      showSizeNote("The draft is not saved for other pages: " + message.message);
       break;
     case "problem":
       notice.textContent = message.message;
@@ -232,7 +344,10 @@ function applyBus(topic, body) {
       if (followed) { streams.set(body.id.value, followed); render(); }
       break;
     }
-    case "conn.state": showConnection(body); break;
+    case "conn.state":
+      if (body.gateway && body.gateway.maximumPayload) gatewayPayload = body.gateway.maximumPayload;
+      showConnection(body);
+      break;
     case "net.path": showNetwork(body); break;
     case "bot.state": botName = body.botName || botName; break;
     case "outbox.summary": statusFields.outbox.textContent = body.pending + " waiting to be delivered"; break;
@@ -245,43 +360,149 @@ function applyBus(topic, body) {
   }
 }
 
+/** The frames sent on the socket open now, with their sizes: a close for a frame too large names none. */
+let sentFrames = [];
+
+function transmit(kind, fields, id) {
+  const text = JSON.stringify(Object.assign({ type: kind }, fields));
+  sentFrames.push({ kind, id, bytes: utf8.encode(text).length });
+  socket.send(text);
+}
+
 function connect() {
-  socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws");
+  socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + pagePath + "/ws");
+  sentFrames = [];
+  let opened = false;
   socket.onopen = () => {
+    opened = true;
     socketDelay = 500;
-    if (!banner.hidden && bannerWords.textContent === "Reconnecting to tether-web…") banner.hidden = true;
-    socket.send(JSON.stringify({ type: "snapshot", session: shownSession }));
+    if (!banner.hidden && banner.dataset.about === "tether-web") banner.hidden = true;
+    transmit("snapshot", { session: shownSession });
     // What was typed while tether-web could not be reached is saved now.
-    socket.send(JSON.stringify({ type: "draft", text: input.value }));
-    for (const waiting of pending()) socket.send(JSON.stringify({ type: "send", id: waiting.id, content: waiting.content }));
+    saveDraftNow();
+    for (const waiting of pending()) transmit("send", { id: waiting.id, content: waiting.content }, waiting.id);
   };
   socket.onmessage = (event) => receive(event.data);
-  socket.onclose = () => {
-    showBanner("waiting", "Reconnecting to tether-web…", false);
-    setTimeout(connect, socketDelay);
-    socketDelay = Math.min(socketDelay * 2, 5000);
+  socket.onclose = (event) => {
+    if (event.code === 1009) refuseLargestFrame();
+    if (opened) {
+      retry();
+    } else {
+      checkAccess();
+    }
   };
+}
+
+function retry() {
+  showBanner("waiting", "Reconnecting to tether-web…", false, "tether-web");
+  setTimeout(connect, socketDelay);
+  socketDelay = Math.min(socketDelay * 2, 5000);
+}
+
+/**
+ * The WebSocket did not open: tether-web is not there (try again), or it refuses this page
+ * (its words, as no retry can fix that; tried again slowly, in case the URL `tether web`
+ * prints is opened in another tab and gives the browser its key back).
+ */
+function checkAccess() {
+  fetch(pagePath + "/access", { credentials: "same-origin", cache: "no-store" }).then(async (answer) => {
+    if (answer.ok) { retry(); return; }
+    if (answer.status === 401 && await tradePageKey()) { retry(); return; }
+    const words = (await answer.text()).trim();
+    showBanner("problem", "tether-web refuses this page: " + words, false, "tether-web");
+    setTimeout(connect, 15000);
+  }, () => retry());
+}
+
+/** Trades the key kept in this origin's storage for the cookie again; whether tether-web took it. */
+async function tradePageKey() {
+  const key = document.documentElement.dataset.pageKey;
+  if (!key) return false;
+  try {
+    const answer = await fetch(pagePath + "/key", { method: "POST", headers: { "X-Tether-Page-Key": key }, credentials: "same-origin", cache: "no-store" });
+    return answer.ok;
+  } catch (_) {
+    return false;
+  }
+}
+
+/**
+ * tether-web closed the socket for a frame larger than it reads (1009): the largest frame
+ * sent on it. A message is marked failed and leaves the storage; a draft stops being saved
+ * until it is shorter. Then the page connects again, with nothing left that could close it.
+ */
+function refuseLargestFrame() {
+  const largest = sentFrames.reduce((found, sent) => (found && found.bytes >= sent.bytes ? found : sent), null);
+  if (!largest) return;
+  const words = "too large for tether-web (" + sizeWords(largest.bytes) + ")";
+  if (largest.kind === "send") {
+    fail(largest.id, words);
+  } else if (largest.kind === "draft") {
+    draftRefusedAt = input.value.length;
+    showSizeNote("The draft is not saved for other pages: it is " + words + ".");
+  }
+}
+
+/** A message that will never be sent: marked failed with the words, and no longer kept. */
+function fail(id, words) {
+  setPending(pending().filter((waiting) => waiting.id !== id));
+  entries.set(id, Object.assign(entries.get(id) || { id: { value: id }, sender: { type: "user" }, content: "" },
+    { status: "failed", detail: "not sent: " + words }));
+  notice.textContent = "Not sent: " + words;
+  render();
 }
 
 function send(content) {
   const id = crypto.randomUUID();
-  setPending(pending().concat([{ id, content }]));
+  if (!setPending(pending().concat([{ id, content }]))) {
+    notice.textContent = "The browser's storage is full: this message is kept only while this page is open, until tether-web has it.";
+  }
   entries.set(id, { id: { value: id }, sender: { type: "user" }, content, status: "sending" });
   render();
-  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "send", id, content }));
+  if (socket && socket.readyState === WebSocket.OPEN) transmit("send", { id, content }, id);
+}
+
+/** The draft's length when tether-web last refused it: not offered again until it changes. */
+let draftRefusedAt = null;
+let sizeNoteShown = "";
+
+function showSizeNote(words) {
+  if (sizeNoteShown === words) return;
+  sizeNoteShown = words;
+  sizeNote.textContent = words;
+  sizeNote.hidden = !words;
+}
+
+/** Whether the text in the composer can be sent, said next to it when it cannot. */
+function checkComposer() {
+  const words = tooLarge(input.value);
+  if (words) showSizeNote(words + " It is not sent and not saved as the draft until it is shorter.");
+  else if (draftRefusedAt === null) showSizeNote("");
+  return words;
+}
+
+function saveDraftNow() {
+  clearTimeout(draftTimer);
+  if (checkComposer()) return;
+  if (draftRefusedAt !== null) {
+    if (draftRefusedAt === input.value.length) return;
+    draftRefusedAt = null;
+    showSizeNote("");
+  }
+  if (socket && socket.readyState === WebSocket.OPEN) transmit("draft", { text: input.value });
 }
 
 function saveDraft() {
   clearTimeout(draftTimer);
-  draftTimer = setTimeout(() => {
-    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "draft", text: input.value }));
-  }, 600);
+  draftTimer = setTimeout(saveDraftNow, 600);
 }
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = input.value;
   if (!content.trim()) { notice.textContent = "The message is empty."; return; }
+  const words = tooLarge(content);
+  if (words) { notice.textContent = "Not sent: " + words; return; }
   notice.textContent = "";
   input.value = "";
   send(content);
@@ -292,14 +513,22 @@ input.addEventListener("keydown", (event) => {
 });
 input.addEventListener("input", saveDraft);
 reconnectButton.addEventListener("click", () => {
-  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "reconnect" }));
+  if (socket && socket.readyState === WebSocket.OPEN) transmit("reconnect", {});
 });
 
+// Kept for recover.js: the page answered when this browser has lost its cookie.
+try { localStorage.setItem(PAGE_KEY, document.documentElement.dataset.pageKey || ""); } catch (_) { /* without it, the URL `tether web` prints */ }
 applySnapshot(frame);
+// What this browser kept: messages still waiting, unless they can never be sent.
 for (const waiting of pending()) {
   if (!entries.has(waiting.id)) entries.set(waiting.id, { id: { value: waiting.id }, sender: { type: "user" }, content: waiting.content, status: "sending" });
+  const words = tooLarge(waiting.content);
+  if (words) fail(waiting.id, words.replace(/ Shorten it.*/, ""));
 }
 if (frame.draft && !input.value) input.value = frame.draft;
 if (frame.connection) showConnection(frame.connection);
+list.textContent = ""; // the HTML's items are drawn again here, to be changed in place from now on
 render();
+drawn = true;
+checkComposer();
 connect();
