@@ -164,6 +164,8 @@ extension Topic {
     public static let storage: Topic = "storage"
     /// Retained. A program is alive: as it starts, within a second of a change, and every 10 s. Every program. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
+    /// Retained. The approvals the gateway waits for (OpenClaw), and what last changed. Owner: tether-protod. Body: ``ApprovalsUpdate``.
+    public static let approvals: Topic = "approvals"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.
     public static let probePrefix = "sys.probe."
 }

@@ -173,12 +173,15 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     /// OpenClaw: connected with the token the gateway issued to this device, because it
     /// refused the shared token (the token file needs the gateway's new token).
     public var connectedWithDeviceToken: Bool?
+    /// OpenClaw: the scopes the gateway granted (as asked, when it did not say).
+    public var scopes: [String]?
 
     public init(
         dialect: WireDialect, protocolVersion: Int? = nil, serverVersion: String? = nil, serverConnectionID: String? = nil,
         uptimeMilliseconds: Int? = nil, startedAt: Date? = nil, tickIntervalMilliseconds: Int? = nil, maximumPayload: Int? = nil,
-        mainSessionKey: String? = nil, clockOffsetMilliseconds: Int? = nil, deviceID: String? = nil
+        mainSessionKey: String? = nil, clockOffsetMilliseconds: Int? = nil, deviceID: String? = nil, scopes: [String]? = nil
     ) {
+        self.scopes = scopes
         self.dialect = dialect
         self.protocolVersion = protocolVersion
         self.serverVersion = serverVersion

@@ -35,7 +35,7 @@ extension ConnectionManagerMachine {
             attempt.token = token
             attempt.deviceToken = deviceToken
             if settings.dialect != .seed, let identity {
-                attempt.handshake = OpenClawHandshake(identity: identity, signature: signatureVersion, instanceID: settings.instanceID)
+                attempt.handshake = OpenClawHandshake(identity: identity, signature: signatureVersion, instanceID: settings.instanceID, scopes: settings.scopes)
             }
             attempt.phase = .upgrading(deadline: now + settings.upgradeDeadline)
             current = attempt

@@ -21,6 +21,8 @@ struct ConnectionManagerMachine: Sendable {
         var identity: ConnectionIdentity
         /// This process's name for its connections: with the epoch, unique across restarts.
         var instanceID: String
+        /// OpenClaw: the scopes to ask for.
+        var scopes: [String] = OpenClawProtocol.chatScopes
         var heartbeat: Duration
         var upgradeDeadline: Duration
         /// How often the gateway's port is knocked at while failed for want of a gateway; nil

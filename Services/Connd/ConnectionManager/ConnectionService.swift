@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import Logging
 import NIOSSL
+import OpenClawWire
 public import ServiceLifecycle
 import Synchronization
 public import TetherBus
@@ -32,6 +33,9 @@ public struct ConnectionConfiguration: Sendable {
     public var deviceKeys: DeviceKeyStore
     /// While a device waits for approval, how often the gateway is asked again.
     public var pairingCheckInterval: Duration
+    /// OpenClaw: whether to ask for `operator.approvals`, to see and answer the gateway's
+    /// approvals. A device paired without it must be approved again for it (a scope upgrade).
+    public var approvals: Bool
 
     /// How long an OpenClaw gateway has to send `connect.challenge` after the upgrade.
     public static let challengeWait: Duration = .seconds(6)
@@ -45,8 +49,9 @@ public struct ConnectionConfiguration: Sendable {
         closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20, upgradeDeadline: Duration = .seconds(5),
         failedKnockInterval: Duration? = .seconds(30), dialect: WireDialect? = .seed,
         deviceKeys: DeviceKeyStore = DeviceKeyStore(directory: DeviceKeyStore.defaultDirectory),
-        pairingCheckInterval: Duration = .seconds(5)
+        pairingCheckInterval: Duration = .seconds(5), approvals: Bool = false
     ) {
+        self.approvals = approvals
         self.dialect = dialect
         self.deviceKeys = deviceKeys
         self.pairingCheckInterval = pairingCheckInterval
@@ -177,7 +182,8 @@ extension ConnectionManagerMachine {
     init(configuration: ConnectionConfiguration, lifecycle: LifecycleSettings) {
         let settings = Settings(
             url: configuration.url, dialect: configuration.dialect, identity: configuration.credential.identity(url: configuration.url),
-            instanceID: String(UUID().uuidString.prefix(8).lowercased()), heartbeat: configuration.policy.heartbeat,
+            instanceID: String(UUID().uuidString.prefix(8).lowercased()),
+            scopes: OpenClawProtocol.chatScopes + (configuration.approvals ? [OpenClawProtocol.approvalsScope] : []), heartbeat: configuration.policy.heartbeat,
             upgradeDeadline: configuration.upgradeDeadline,
             failedKnockInterval: configuration.gatewayAddress == nil ? nil : configuration.failedKnockInterval,
             knocksWhileWaiting: configuration.gatewayAddress != nil)

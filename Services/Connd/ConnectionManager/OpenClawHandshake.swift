@@ -26,24 +26,26 @@ public struct OpenClawHandshake: Sendable {
     public let identity: DeviceIdentity
     public let signature: DeviceSignedPayload.Version
     public let client: ConnectParams.Client
+    /// The scopes asked for: the chat scopes, and `operator.approvals` when approvals are wanted.
+    public let scopes: [String]
 
     /// - Parameter displayName: the name the gateway labels this client's messages with.
     public init(
         identity: DeviceIdentity, signature: DeviceSignedPayload.Version = .v3, version: String = "0.1.0", instanceID: String,
-        displayName: String = OpenClawProtocol.displayName
+        displayName: String = OpenClawProtocol.displayName, scopes: [String] = OpenClawProtocol.chatScopes
     ) {
         self.identity = identity
         self.signature = signature
+        self.scopes = scopes
         self.client = ConnectParams.Client(
             id: OpenClawProtocol.clientID, displayName: displayName, version: version, platform: OpenClawProtocol.platform,
             deviceFamily: OpenClawProtocol.deviceFamily, mode: OpenClawProtocol.clientMode, instanceId: instanceID)
     }
 
-    /// The `connect` request answering `challenge`: protocols 3 to 4, an operator with the chat
-    /// scopes, the shared token (else the device token) and the device block signed over the nonce.
+    /// The `connect` request answering `challenge`: protocols 3 to 4, an operator with
+    /// ``scopes``, the shared token (else the device token) and the device block signed over the nonce.
     public func connectRequest(challenge: ConnectChallenge, token: String?, deviceToken: String?, now: Date) throws -> String {
         let signedAt = OpenClawProtocol.milliseconds(now)
-        let scopes = OpenClawProtocol.chatScopes
         let auth = ConnectParams.Auth(token: token, deviceToken: token == nil ? deviceToken : nil)
         let payload = DeviceSignedPayload(
             version: signature, deviceID: identity.deviceID, clientID: client.id, clientMode: client.mode, role: OpenClawProtocol.role,
@@ -83,7 +85,7 @@ public struct OpenClawHandshake: Sendable {
             uptimeMilliseconds: hello.snapshot?.uptimeMs, startedAt: hello.snapshot?.uptimeMs.map { Date().addingTimeInterval(-Double($0) / 1000) },
             tickIntervalMilliseconds: hello.policy?.tickIntervalMs ?? OpenClawProtocol.defaultTickIntervalMs,
             maximumPayload: hello.policy?.maxPayload, mainSessionKey: hello.snapshot?.sessionDefaults?.mainSessionKey, clockOffsetMilliseconds: offset,
-            deviceID: identity.deviceID)
+            deviceID: identity.deviceID, scopes: granted ?? scopes)
         return .ready(info, deviceToken: hello.auth?.deviceToken)
     }
 

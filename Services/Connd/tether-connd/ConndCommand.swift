@@ -71,6 +71,12 @@ struct ConndCommand: AsyncParsableCommand {
     @Option(help: "OpenClaw: seconds between checks whether a device waiting for approval was approved.")
     var pairingCheck: Double = 5
 
+    @Option(
+        help:
+            "OpenClaw: on asks for the scope operator.approvals, to see and answer the gateway's exec and plugin approvals (a device paired without it must be approved again); off does not."
+    )
+    var approvals = "off"
+
     @Option(help: "Follow the machine's sleep through logind: auto (when logind runs here), off, system, or a D-Bus address.")
     var logind = "auto"
 
@@ -93,6 +99,7 @@ struct ConndCommand: AsyncParsableCommand {
         guard idleSuspend >= 0 else { throw ValidationError("--idle-suspend must be 0 or more") }
         guard ["seed", "openclaw", "auto"].contains(dialect) else { throw ValidationError("--dialect must be seed, openclaw or auto") }
         guard pairingCheck > 0 else { throw ValidationError("--pairing-check must be positive") }
+        guard ["on", "off"].contains(approvals) else { throw ValidationError("--approvals must be on or off") }
         guard failedKnock >= 0 else { throw ValidationError("--failed-knock must be 0 or more") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read the CA file \(caFile)") }
     }
@@ -122,7 +129,7 @@ struct ConndCommand: AsyncParsableCommand {
             upgradeDeadline: .seconds(upgradeDeadline),
             failedKnockInterval: failedKnock > 0 ? .seconds(failedKnock) : nil,
             dialect: WireDialect(rawValue: dialect), deviceKeys: DeviceKeyStore(directory: configDir ?? DeviceKeyStore.defaultDirectory),
-            pairingCheckInterval: .seconds(pairingCheck))
+            pairingCheckInterval: .seconds(pairingCheck), approvals: approvals == "on")
         let lifecycle = LifecycleSettings(
             idleSuspendAfter: idleSuspend > 0 ? .seconds(idleSuspend) : nil, logind: logindBus)
         let phase = ConnectionPhaseBox()

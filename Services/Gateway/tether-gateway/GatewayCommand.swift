@@ -88,6 +88,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: seconds after a session's run ends before the first message queued behind it runs.")
     var followUpDelay: Double = 1
 
+    @Option(help: "OpenClaw: seconds an exec approval (a message starting with exec:) waits for a decision.")
+    var approvalTimeout: Double = 1800
+
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
@@ -138,8 +141,9 @@ struct Serve: AsyncParsableCommand {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
         guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
-        guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1 else {
-            throw ValidationError("--model-retry-delay and --follow-up-delay must not be negative, and --queue-cap must be at least 1")
+        guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1, approvalTimeout > 0 else {
+            throw ValidationError(
+                "--model-retry-delay and --follow-up-delay must not be negative, --queue-cap must be at least 1, and --approval-timeout must be positive")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
@@ -167,7 +171,7 @@ struct Serve: AsyncParsableCommand {
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
                     dedupeWindow: .seconds(dedupeWindow), followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
-                    modelRetryDelay: .seconds(modelRetryDelay)) : nil)
+                    modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout)) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)
         // Started by a compose supervisor, it stops when the supervisor is gone.

@@ -179,6 +179,7 @@ extension DeliveryStateMachine {
         open.dialect = .openClaw(link)
         connection = open
         if gap { lookUpHistory(now: now, into: &actions) }
+        if receiveApprovals(frame, now: now, into: &actions) { return }
         switch frame {
         case .response(let id, let ok, let payload, let error):
             if id.hasPrefix("cmd:") {

@@ -59,6 +59,9 @@ public struct DeliveryStateMachine: Sendable {
         /// A frame from the gateway, decoded: the seed dialect's, or OpenClaw's.
         case frame(WireMessage)
         case openClawFrame(OpenClawFrame)
+        /// Something for the approval book that is no frame: Tether answered one, or the
+        /// gateway said one is no longer waiting.
+        case approval(ApprovalBook.Event)
         /// Time passed; the owner sends one at ``nextDeadline`` at the latest.
         case tick
     }
@@ -94,6 +97,8 @@ public struct DeliveryStateMachine: Sendable {
         case reconnect(reason: String)
         /// Retain on `conv.session`: the conversation chatted in changed.
         case retainSession(ConversationSession)
+        /// Retain on `approvals`: the approvals waiting changed.
+        case retainApprovals(ApprovalsUpdate)
         /// The gateway answered a request made for a command (``gatewayRequest(_:params:now:)``).
         case commandAnswered(id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
 
@@ -163,6 +168,8 @@ public struct DeliveryStateMachine: Sendable {
     var otherRuns: [String: Date] = [:]
     /// What the transcript holds: what a history answer is matched against.
     var transcript = TranscriptMemory()
+    /// The approvals the gateway waits for (OpenClaw).
+    public internal(set) var approvals = ApprovalBook(unavailable: "not connected to a gateway yet")
     /// How many recent transcript entries the machine keeps in mind (and is started with).
     static let knownLimit = TranscriptMemory.limit
 
@@ -216,6 +223,7 @@ public struct DeliveryStateMachine: Sendable {
         }
         // What the open connection is waiting for.
         if let open = decidable { deadlines += open.dialect.rules.deadlines(of: self, on: open) }
+        if let expiry = approvals.nextExpiry { deadlines.append(expiry) }
         return deadlines.min()
     }
 
@@ -265,6 +273,7 @@ public struct DeliveryStateMachine: Sendable {
             for entry in recent { transcript.remember(entry) }
             pending = messages.filter { [.queued, .sent, .accepted].contains($0.status) }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
             awaitingReply = pending.filter(\.everWritten).map(\.messageID)
+            actions.append(.retainApprovals(approvals.current))
             actions.append(.retainHealth(health.report))
         case .accepted(let message, let fallbackFrom):
             accepted(message, fallbackFrom: fallbackFrom, now: now, into: &actions)
@@ -287,9 +296,11 @@ public struct DeliveryStateMachine: Sendable {
             }
             if let gateway, gateway.dialect == .openclaw {
                 openClawConnectionUp(epoch: epoch, id: id, gateway: gateway, now: now)
+                approvalsConnectionUp(epoch: epoch, gateway: gateway, now: now, into: &actions)
             } else {
                 // First ask for what the gateway sent while this client could not hear it.
                 connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .seed(SeedLink(resume: .due(after: session.lastSequence))))
+                approvalsConnectionUp(epoch: epoch, gateway: gateway, now: now, into: &actions)
             }
         case .connectionDown:
             connectionEnded(now: now, into: &actions)
@@ -301,9 +312,12 @@ public struct DeliveryStateMachine: Sendable {
             receive(message, now: now, into: &actions)
         case .openClawFrame(let frame):
             receive(frame, now: now, into: &actions)
+        case .approval(let event):
+            approvals(event, now: now, into: &actions)
         case .tick:
             break
         }
+        approvals(.tick, now: now, into: &actions)
         expire(now: now, into: &actions)
         decide(now: now, into: &actions)
         publishDueStreams(now: now, into: &actions)

@@ -133,6 +133,44 @@ actor ProtocolEngine {
         return AbortCommand.Reply(stopped: stopped ?? [])
     }
 
+    /// The approvals the gateway waits for.
+    func approvals() async throws -> ApprovalsUpdate {
+        try await driver.perform { $0.machine.approvals.current }
+    }
+
+    /// Answers an approval at the gateway; what it ended as. An id the gateway no longer knows
+    /// leaves the book (answered elsewhere or expired), and the command fails saying so.
+    func approve(_ request: ApproveCommand.Request) async throws -> ApproveCommand.Reply {
+        let approval = try await driver.perform { context in
+            switch context.machine.approvals.approval(named: request.id) {
+            case .success(let approval): return approval
+            case .failure(let problem): throw CommandError(problem.description, code: .refused)
+            }
+        }
+        guard approval.allowedDecisions.contains(request.decision) else {
+            throw CommandError(
+                "\(approval.shortID) may be answered \(approval.allowedDecisions.map(\.rawValue).joined(separator: " or ")), not \(request.decision.rawValue): the gateway's policy asks every time",
+                code: .refused)
+        }
+        let params = JSONValue.object(["id": .string(approval.id), "decision": .string(request.decision.rawValue)])
+        do {
+            _ = try await askGateway("\(approval.kind.rawValue).approval.resolve", params: params, timeout: .seconds(10)) { shape in
+                shape.details?["reason"]?.stringValue == "APPROVAL_NOT_FOUND" ? ApprovalGone() : nil
+            }
+        } catch is ApprovalGone {
+            await handle(.approval(.notFound(id: approval.id)))
+            throw CommandError("\(approval.shortID) is no longer waiting at the gateway: it was answered elsewhere or expired", code: .refused)
+        }
+        // The gateway's resolved event ends it too: whichever comes first, the book ends it once.
+        let resolved = ApprovalResolvedPayload(id: approval.id, decision: request.decision.rawValue, resolvedBy: OpenClawProtocol.displayName, ts: nil)
+        return try await driver.perform { context in
+            let actions = await context.handle(.approval(.resolved(resolved)))
+            for case .retainApprovals(let update) in actions { if let ended = update.ended, ended.approval.id == approval.id { return .init(ended: ended) } }
+            return .init(
+                ended: ApprovalEnded(approval: approval, how: .resolved, decision: request.decision, by: OpenClawProtocol.displayName, at: context.now))
+        }
+    }
+
     /// The gateway's sessions.
     func sessions() async throws -> SessionsCommand.Reply {
         let answer = try await askGateway("sessions.list", params: .object([:]), timeout: .seconds(15))
@@ -181,7 +219,10 @@ actor ProtocolEngine {
     }
 
     /// Sends a request to the gateway for a command and waits for its answer's payload.
-    private func askGateway(_ method: String, params: JSONValue?, timeout: Duration) async throws -> JSONValue? {
+    /// - Parameter refused: the error for a refusal of the gateway's, when the caller has its own words for it.
+    private func askGateway(
+        _ method: String, params: JSONValue?, timeout: Duration, refused: (GatewayErrorShape) -> (any Error)? = { _ in nil }
+    ) async throws -> JSONValue? {
         let (answers, answered) = AsyncStream<GatewayAnswer>.makeStream(bufferingPolicy: .bufferingOldest(1))
         let (request, refusal): (String?, String) = try await driver.perform { context in
             guard let (id, actions) = context.machine.gatewayRequest(method, params: params, now: context.now) else {
@@ -207,7 +248,8 @@ actor ProtocolEngine {
         var next = answers.makeAsyncIterator()
         guard let answer = await next.next() ?? nil else { throw CommandError("the gateway did not answer \(method) within \(timeout)", code: .failed) }
         guard answer.ok else {
-            throw CommandError("the gateway refused \(method): \(answer.error.map { "\($0.code) \($0.message)" } ?? "no reason given")")
+            let shape = answer.error ?? GatewayErrorShape(code: "UNKNOWN", message: "no reason given")
+            throw refused(shape) ?? CommandError("the gateway refused \(method): \(shape.code) \(shape.message)")
         }
         return answer.payload
     }
@@ -344,6 +386,8 @@ actor ProtocolEngine {
             try await outbox.saveSession(sessionID: point.sessionID, lastSequence: point.lastSequence)
         case .retainSession(let session):
             try bus.retain(session, on: .conversationSession)
+        case .retainApprovals(let update):
+            try bus.retain(update, on: .approvals)
         case .commandAnswered(let id, let ok, let payload, let error):
             answer(id, with: (ok, payload, error))
         case .reconnect(let reason):
@@ -414,7 +458,11 @@ extension DeliveryStateMachine.Action {
         case .saveSession: "saveSession"
         case .reconnect: "reconnect"
         case .retainSession: "retainSession"
+        case .retainApprovals: "retainApprovals"
         case .commandAnswered: "commandAnswered"
         }
     }
 }
+
+/// The gateway no longer waits for an approval Tether answered.
+private struct ApprovalGone: Error {}

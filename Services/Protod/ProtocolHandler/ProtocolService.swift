@@ -71,6 +71,12 @@ public struct ProtocolService: Service {
         builder.on(AbortCommand.self) { request in
             try await engine.abort(request.id)
         }
+        builder.on(ApprovalsCommand.self) { _ in
+            try await engine.approvals()
+        }
+        builder.on(ApproveCommand.self) { request in
+            try await engine.approve(request)
+        }
         builder.on(SessionsCommand.self) { _ in
             try await engine.sessions()
         }

@@ -24,7 +24,7 @@ public struct ConversationPrinter: Service {
         let conversation = Conversation(bus: bus)
         let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether watch")
         // Subscribe first, then read the snapshot: nothing falls between the two.
-        let events = try await bus.subscribe(to: ["conv."], confirm: true)
+        let events = try await bus.subscribe(to: ["conv.", Topic.approvals.name], confirm: true)
         let frame = try await conversation.firstFrame(frontEnd: "tether watch", limit: history)
         let first = frame.session?.sessionKey
         if !json, let first { emit("session \(first)") }
@@ -67,6 +67,12 @@ public struct ConversationPrinter: Service {
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return }
             emit(json ? JSONLine.encode(topic: message.topic, raw: message.body) : formatter.line(for: update))
+        case .approvals:
+            guard let update = try? message.decode(ApprovalsUpdate.self) else { return }
+            if json { return emit(JSONLine.encode(topic: message.topic, raw: message.body)) }
+            if let ended = update.ended, !message.header.replay { emit(ApprovalWords.ended(ended)) }
+            if let arrived = update.arrived, !message.header.replay { emit(ApprovalWords.arrived(arrived, now: Date())) }
+            if message.header.replay { for approval in update.pending { emit(ApprovalWords.arrived(approval, now: Date())) } }
         default:
             if json { emit(JSONLine.encode(topic: message.topic, raw: message.body)) }
         }

@@ -164,6 +164,8 @@ public struct PlainAnnouncer: Sendable {
     private var session: String?
     private var finishing: String?
     private var storage = StorageNotices()
+    /// The approvals already said to be waiting: each is said once, as it arrives or when the session starts.
+    private var announcedApprovals: Set<String> = []
     private let formatter = TranscriptFormatter()
 
     /// - Parameter session: the session whose transcript was printed first.
@@ -217,6 +219,16 @@ public struct PlainAnnouncer: Sendable {
         case .storage:
             guard let report = try? message.decode(StorageReport.self) else { return [] }
             return storage.apply(report).map { "Storage: \($0)" }
+        case .approvals:
+            guard let update = try? message.decode(ApprovalsUpdate.self) else { return [] }
+            var lines: [String] = []
+            if let ended = update.ended, !message.header.replay, announcedApprovals.remove(ended.approval.id) != nil {
+                lines.append(ApprovalWords.ended(ended).capitalizedFirst + ".")
+            }
+            for approval in update.pending where announcedApprovals.insert(approval.id).inserted {
+                lines.append(ApprovalWords.arrived(approval, now: Date()).capitalizedFirst + ".")
+            }
+            return lines
         default:
             return []
         }

@@ -14,8 +14,8 @@ struct TetherCommand: AsyncParsableCommand {
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
         subcommands: [
-            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Cancel.self, Reconnect.self, Suspend.self,
-            Resume.self, Web.self,
+            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Approvals.self, Approve.self, Cancel.self,
+            Reconnect.self, Suspend.self, Resume.self, Web.self,
         ],
         defaultSubcommand: Chat.self
     )
@@ -60,7 +60,10 @@ struct Chat: AsyncParsableCommand {
         do {
             // Subscribe first, then the snapshot: nothing falls between the two (the Clone pattern).
             let events = try await bus.subscribe(
-                to: ["conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name],
+                to: [
+                    "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name,
+                    Topic.approvals.name,
+                ],
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
             if plainLines {

@@ -10,6 +10,10 @@ extension OpenClawGateway {
     // MARK: Requests
 
     func request(id: String, method: String, params: JSONValue?, on link: OpenClawClientConnection) async {
+        if let approval = await approvalRequest(method: method, params: params, on: link) {
+            try? await link.write(codec.encode(.response(id: id, ok: approval.ok, payload: approval.payload, error: approval.error)))
+            return
+        }
         let answer: (ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
         switch method {
         case "chat.send":
@@ -204,7 +208,12 @@ extension OpenClawGateway {
         await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
         let current = faults.current
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
-        let reply = bot.reply(to: message)
+        var reply = bot.reply(to: message)
+        if let command = Self.execCommand(in: message) {
+            let decision = await approval(toRun: command, runID: runID, sessionKey: sessionKey)
+            guard activeRuns[runID]?.aborted == false else { return }
+            reply = Self.execReply(command: command, decision: decision)
+        }
         var text = ""
         var runSequence = 0
         for piece in bot.chunks(of: reply) {

@@ -23,11 +23,15 @@ public struct OpenClawGatewaySettings: Sendable {
     public var queueCap: Int
     /// The pause between the model's failed attempts, with the `modelFailure` fault (about 5 s).
     public var modelRetryDelay: Duration
+    /// How long an exec approval waits for a decision (the real gateway's agent asks for 30 minutes).
+    public var approvalTimeout: Duration
 
     public init(
         protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
-        maximumPayload: Int = 1 << 20, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5)
+        maximumPayload: Int = 1 << 20, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
+        approvalTimeout: Duration = .seconds(1800)
     ) {
+        self.approvalTimeout = approvalTimeout
         self.followUpDelay = followUpDelay
         self.queueCap = max(1, queueCap)
         self.modelRetryDelay = modelRetryDelay
@@ -77,6 +81,8 @@ actor OpenClawGateway {
     var queues: [String: [Queued]] = [:]
     /// Messages a full queue dropped, by session: named in one summary turn after the rest ran.
     var overflow: [String: [Queued]] = [:]
+    /// Exec approvals waiting for a decision, by id. In memory only.
+    var pendingApprovals: [String: PendingApproval] = [:]
 
     struct Run {
         var sessionKey: String
@@ -263,7 +269,11 @@ actor OpenClawGateway {
         let hello = HelloOk(
             protocol: version, server: HelloOk.Server(version: "tether-gateway-dev", connId: UUID().uuidString.lowercased()),
             features: HelloOk.Features(
-                methods: Self.methods, events: ["connect.challenge", "chat", "agent", "tick", "health", "presence", "shutdown", "device.pair.resolved"]),
+                methods: Self.methods,
+                events: [
+                    "connect.challenge", "chat", "agent", "tick", "health", "presence", "shutdown", "device.pair.resolved", "exec.approval.requested",
+                    "exec.approval.resolved",
+                ]),
             snapshot: HelloOk.Snapshot(
                 uptimeMs: OpenClawProtocol.milliseconds(Date()) - OpenClawProtocol.milliseconds(startedAt),
                 sessionDefaults: HelloOk.SessionDefaults(defaultAgentId: "main", mainKey: "main", mainSessionKey: Self.mainSessionKey, scope: "per-sender")),
@@ -277,7 +287,10 @@ actor OpenClawGateway {
     static let mainSessionKey = "agent:main:main"
     /// The model its assistant entries name.
     static let model = "tether-dev-echo"
-    static let methods = ["health", "chat.send", "chat.history", "chat.abort", "sessions.list"]
+    static let methods = [
+        "health", "chat.send", "chat.history", "chat.abort", "sessions.list", "exec.approval.list", "exec.approval.resolve", "plugin.approval.list",
+        "plugin.approval.resolve",
+    ]
 
     /// Approves a pending pairing request; the device's id, or nil when there is no such request.
     func approve(requestID: String) async -> String? {
