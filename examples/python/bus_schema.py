@@ -151,6 +151,9 @@ def command_cases(run_id, dialect):
         ("protod.cmd", "journal", {"after": 0, "limit": 5000}, "outOfBounds"),
         ("protod.cmd", "sessions", {}, openclaw_only),
         ("protod.cmd", "abort", {}, "AbortReply" if dialect == "openclaw" else "refused"),
+        ("protod.cmd", "approvals", {}, "ApprovalsUpdate"),
+        ("protod.cmd", "approve", {"id": "no-such-approval", "decision": "deny"}, "refused"),
+        ("protod.cmd", "approve", {"id": "x", "decision": "maybe"}, "malformed"),
         ("protod.cmd", "no.such.method", {}, "unknownMethod"),
         ("snapd.cmd", "transcript", {"limit": 5}, "TranscriptReply"),
         ("snapd.cmd", "transcript", {"limit": 0}, "outOfBounds"),
@@ -168,7 +171,7 @@ def command_cases(run_id, dialect):
 
 
 REQUESTS = {"send": "SendRequest", "cancel": "CancelRequest", "recover": "RecoverRequest", "journal": "JournalRequest",
-            "sessions": "SessionsRequest", "abort": "AbortRequest", "transcript": "TranscriptRequest",
+            "sessions": "SessionsRequest", "abort": "AbortRequest", "approvals": "ApprovalsRequest", "approve": "ApproveRequest", "transcript": "TranscriptRequest",
             "snapshot": "SnapshotRequest", "display.save": "DisplaySaveRequest", "connection": "ConnectionRequest"}
 
 
