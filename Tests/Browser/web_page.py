@@ -4,7 +4,7 @@
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
 compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
-the tether command, only the check of a session switch runs (a set speaking OpenClaw). Each check prints one line,
+the tether command, only the OpenClaw checks run (a session switch, an approval; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -561,6 +561,26 @@ def check_another_session_replaces_the_transcript(driver):
     return said
 
 
+def check_an_approval_is_answered_on_the_page(driver):
+    """OpenClaw's agent asks to run a command: the page shows the approval with a button for
+    each decision it allows, says it once in a live region, and a click answers it."""
+    driver.get(BASE)
+    live(driver)
+    send(driver, "exec: make deploy")
+    region = driver.find_element(By.ID, "approvals")
+    wait(lambda: region.is_displayed() and "make deploy" in region.text, 30, "the approval shown")
+    buttons = region.find_elements(By.CSS_SELECTOR, "button")
+    assert [button.text for button in buttons] == ["Allow once", "Allow always", "Deny"], [button.text for button in buttons]
+    assert all("make deploy" in (button.get_attribute("aria-label") or "") for button in buttons), "the buttons do not say what they answer"
+    wait(lambda: "make deploy" in text_of(driver, "approval-news"), 10, "the approval announced")
+    buttons[0].click()
+    wait(lambda: any(text.endswith("Ran `make deploy` (allowed once): done.") for _, text in conversation(driver)), 30, "the reply after the approval")
+    wait(lambda: not region.is_displayed(), 10, "the approval gone from the page")
+    news = text_of(driver, "approval-news")
+    assert "allowed once" in news, news
+    return f"shown with {len(buttons)} decisions; answered with a click; {news!r}"
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
@@ -571,7 +591,7 @@ CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, chec
 def main():
     failures = 0
     started = time.monotonic()
-    checks = [check_another_session_replaces_the_transcript] if SESSIONS_ONLY else CHECKS
+    checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie

@@ -15,9 +15,10 @@ import Glibc
         try await runBrowserChecks(environment: ["TETHER_CHUNK_DELAY": "150"])
     }
 
-    /// Against the development gateway speaking OpenClaw: a session chosen elsewhere.
-    @Test func thePageFollowsTheSessionChosen() async throws {
-        try await runBrowserChecks(environment: ["TETHER_DIALECT": "openclaw"], only: ["sessions", Programs.path("tether")])
+    /// Against the development gateway speaking OpenClaw: a session chosen elsewhere, an approval answered on the page.
+    @Test func thePageFollowsTheSessionChosenAndAnswersApprovals() async throws {
+        try await runBrowserChecks(
+            environment: ["TETHER_DIALECT": "openclaw", "TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0"], only: ["sessions", Programs.path("tether")])
     }
 
     /// Starts compose/web.yaml, stores a message, opens the page and runs Tests/Browser's checks

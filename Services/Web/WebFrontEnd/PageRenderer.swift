@@ -112,6 +112,11 @@ public struct PageRenderer: Sendable {
             </ol>
             <p id="announcer" class="visually-hidden" aria-live="polite" aria-atomic="true"></p>
             </main>
+            <section id="approvals" class="approvals" aria-labelledby="approvals-heading" hidden>
+            <h2 id="approvals-heading">Waiting for your approval</h2>
+            <ul id="approval-list"></ul>
+            </section>
+            <p id="approval-news" class="visually-hidden" role="status" aria-live="assertive"></p>
             <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
             <p id="size-note" class="notice" aria-live="polite" hidden></p>
             <form id="composer" class="composer">

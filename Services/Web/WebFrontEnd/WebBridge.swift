@@ -13,21 +13,25 @@ enum PageMessage {
         var text: String?
         /// With `snapshot`: the session whose transcript to send (the one `conv.session` named).
         var session: String?
+        /// With `approve`: allow-once, allow-always or deny (the approval's id is `id`).
+        var decision: String?
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
     /// outbox, health and storage.
     static let topics = [
         "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.health.name,
-        Topic.storage.name,
+        Topic.storage.name, Topic.approvals.name,
     ]
 
-    /// `{"type":"bus","topic":…,"body":…}`, the body as published; nil for a body that is not JSON.
+    /// `{"type":"bus","topic":…,"body":…}`, the body as published (with `"replay":true` for a
+    /// retained value published again for this page); nil for a body that is not JSON.
     static func bus(_ message: BusMessage) -> String? {
         guard (try? JSONSerialization.jsonObject(with: message.body, options: [.fragmentsAllowed])) != nil,
             let topic = try? JSONEncoder().encode(message.topic.name)
         else { return nil }
-        return #"{"type":"bus","topic":\#(String(decoding: topic, as: UTF8.self)),"body":\#(String(decoding: message.body, as: UTF8.self))}"#
+        let replay = message.header.replay ? #","replay":true"# : ""
+        return #"{"type":"bus","topic":\#(String(decoding: topic, as: UTF8.self))\#(replay),"body":\#(String(decoding: message.body, as: UTF8.self))}"#
     }
 
     /// An answer to the page, as JSON text.
@@ -96,6 +100,16 @@ public struct WebBridge: Sendable {
                 }
             }
             return nil
+        case "approve":
+            guard let id = request.id, let decision = request.decision.flatMap(ApprovalDecision.init(rawValue:)) else {
+                return PageMessage.answer(["type": "problem", "message": "an approval's answer needs its id and a decision: allow-once, allow-always or deny"])
+            }
+            do {
+                let reply = try await bus.request(ApproveCommand.self, .init(id: id, decision: decision), timeout: .seconds(12), attempts: 1)
+                return PageMessage.answer(["type": "approved", "id": id, "words": reply.ended.words])
+            } catch {
+                return PageMessage.answer(["type": "approveError", "id": id, "message": error.refusal ?? "\(error)"])
+            }
         case "reconnect":
             _ = try? await bus.request(
                 ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)

@@ -13,6 +13,9 @@ const pagePath = document.documentElement.dataset.pagePath || "";
 const list = document.getElementById("conversation");
 const announcer = document.getElementById("announcer");
 const sizeNote = document.getElementById("size-note");
+const approvalsRegion = document.getElementById("approvals");
+const approvalList = document.getElementById("approval-list");
+const approvalNews = document.getElementById("approval-news");
 const banner = document.getElementById("banner");
 const bannerWords = document.getElementById("banner-words");
 const reconnectButton = document.getElementById("reconnect");
@@ -313,7 +316,7 @@ function receive(data) {
       render();
       break;
     case "bus":
-      applyBus(message.topic, message.body);
+      applyBus(message.topic, message.body, message.replay === true);
       break;
     case "sendResult":
       setPending(pending().filter((waiting) => waiting.id !== message.id));
@@ -322,6 +325,13 @@ function receive(data) {
     case "sendError":
       if (message.code === "unavailable") break; // kept, sent again on the next connection
       fail(message.id, message.message);
+      break;
+    case "approved":
+      approvalNews.textContent = "Approval answered: " + message.words + ".";
+      break;
+    case "approveError":
+      notice.textContent = "The approval was not answered: " + message.message;
+      for (const button of approvalList.querySelectorAll("button")) button.disabled = false;
       break;
     case "draftRefused":
       draftRefusedAt = input.value.length;
@@ -333,7 +343,7 @@ function receive(data) {
   }
 }
 
-function applyBus(topic, body) {
+function applyBus(topic, body, replay) {
   switch (topic) {
     case "conv.message": if (!isShown(body.session)) break; applyEntry(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
     case "conv.delivery": applyDelivery(body); if (body.revision) revision = Math.max(revision, body.revision); render(); break;
@@ -352,12 +362,76 @@ function applyBus(topic, body) {
     case "bot.state": botName = body.botName || botName; break;
     case "outbox.summary": statusFields.outbox.textContent = body.pending + " waiting to be delivered"; break;
     case "health": statusFields.health.textContent = body.state; break;
+    case "approvals": showApprovals(body, replay); break;
     case "storage":
       if (body.state === "full" || (body.replaced || []).length) {
         notice.textContent = "Storage: " + (body.words || body.replaced.map((file) => file.words).join(" "));
       }
       break;
   }
+}
+
+const DECISION_WORDS = { "allow-once": "Allow once", "allow-always": "Allow always", "deny": "Deny" };
+/** The approvals shown, by id: each item is made once and removed when it stops waiting. */
+const shownApprovals = new Map();
+
+/**
+ * The approvals the gateway waits for (OpenClaw's exec and plugin approvals, kept by protod):
+ * one item each, with a button for each decision it allows; a new one and how one ended are
+ * said once in a live region.
+ */
+function showApprovals(update, replay) {
+  const waiting = new Set(update.pending.map((approval) => approval.id));
+  for (const [id, li] of shownApprovals) if (!waiting.has(id)) { li.remove(); shownApprovals.delete(id); }
+  for (const approval of update.pending) {
+    if (shownApprovals.has(approval.id)) continue;
+    const li = document.createElement("li");
+    const what = document.createElement("span");
+    what.className = "what";
+    if (approval.kind === "exec") {
+      what.append("Run ");
+      const code = document.createElement("code");
+      code.textContent = approval.summary;
+      what.append(code, (approval.host ? " on " + approval.host : "") + (approval.workingDirectory ? " in " + approval.workingDirectory : ""));
+    } else {
+      what.textContent = (approval.severity ? "[" + approval.severity + "] " : "") + approval.summary + (approval.detail ? ": " + approval.detail : "");
+    }
+    if (approval.agent) what.append(" (agent " + approval.agent + ")");
+    if (approval.expiresAt) what.append(", until " + new Date(approval.expiresAt).toLocaleTimeString());
+    const decisions = document.createElement("span");
+    decisions.className = "decisions";
+    for (const decision of approval.allowedDecisions) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = DECISION_WORDS[decision] || decision;
+      button.dataset.decision = decision;
+      button.setAttribute("aria-label", (DECISION_WORDS[decision] || decision) + ": " + approval.summary);
+      button.addEventListener("click", () => {
+        if (!socket || socket.readyState !== WebSocket.OPEN) { notice.textContent = "Not connected to tether-web: try again when it is back."; return; }
+        for (const other of li.querySelectorAll("button")) other.disabled = true;
+        transmit("approve", { id: approval.id, decision });
+      });
+      decisions.appendChild(button);
+    }
+    li.dataset.id = approval.id;
+    li.append(what, decisions);
+    approvalList.appendChild(li);
+    shownApprovals.set(approval.id, li);
+  }
+  approvalsRegion.hidden = shownApprovals.size === 0;
+  if (replay) return; // old news: what waits is shown above
+  if (update.arrived && waiting.has(update.arrived.id)) {
+    approvalNews.textContent = "Approval waiting: " + update.arrived.summary + ".";
+  } else if (update.ended) {
+    approvalNews.textContent = "Approval for " + update.ended.approval.summary + ": " + endedWords(update.ended) + ".";
+  }
+}
+
+function endedWords(ended) {
+  if (ended.how === "expired") return "expired unanswered";
+  if (ended.how === "gone") return "no longer waiting";
+  const answer = { "allow-once": "allowed once", "allow-always": "allowed always", "deny": "denied" }[ended.decision] || "answered";
+  return answer + (ended.by ? " by " + ended.by : "");
 }
 
 /** The frames sent on the socket open now, with their sizes: a close for a frame too large names none. */
