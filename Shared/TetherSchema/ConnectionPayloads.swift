@@ -175,6 +175,10 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     public var connectedWithDeviceToken: Bool?
     /// OpenClaw: the scopes the gateway granted (as asked, when it did not say).
     public var scopes: [String]?
+    /// OpenClaw: the gateway waits for a person to approve the wider scopes Tether asked for
+    /// (`operator.approvals`): its request id (empty when it named none). Connected with the
+    /// chat scopes meanwhile.
+    public var scopeUpgradeRequest: String?
 
     public init(
         dialect: WireDialect, protocolVersion: Int? = nil, serverVersion: String? = nil, serverConnectionID: String? = nil,

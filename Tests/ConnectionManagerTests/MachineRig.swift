@@ -19,10 +19,11 @@ struct MachineRig {
 
     /// A machine with a 10 s heartbeat, a 5 s upgrade deadline, a 1 s backoff without jitter
     /// that doubles, a 5 s close deadline and a 30 s grace period for front ends.
-    init(dialect: WireDialect? = .seed, maxAttempts: Int = 3, failedKnockInterval: Duration? = .seconds(30)) {
-        let settings = ConnectionManagerMachine.Settings(
+    init(dialect: WireDialect? = .seed, maxAttempts: Int = 3, failedKnockInterval: Duration? = .seconds(30), scopes: [String]? = nil) {
+        var settings = ConnectionManagerMachine.Settings(
             url: Self.url, dialect: dialect, identity: ConnectionIdentity(url: Self.url, user: nil, authMethod: "bearer-token", keyID: "file:/token"),
             instanceID: "test", heartbeat: .seconds(10), upgradeDeadline: .seconds(5), failedKnockInterval: failedKnockInterval, knocksWhileWaiting: true)
+        if let scopes { settings.scopes = scopes }
         let policy = ReconnectPolicy(backoff: Backoff(base: .seconds(1), cap: .seconds(30), jitter: 0), maxAttempts: maxAttempts, heartbeat: .seconds(10))
         machine = ConnectionManagerMachine(
             settings: settings, connection: ConnectionStateMachine(policy: policy, closeDeadline: .seconds(5), random: { 0 }),

@@ -147,6 +147,38 @@ import TetherSchema
         #expect(without.published?.lastError?.hasSuffix(": fix the token file, then reconnect") == true)
     }
 
+    @Test func aScopeUpgradeWaitingForApprovalIsAskedAroundUntilAReconnectIsAskedFor() throws {
+        let wider = ["operator.read", "operator.write", OpenClawProtocol.approvalsScope]
+        let upgrade = Self.codec.encode(
+            .response(
+                id: OpenClawHandshake.requestID, ok: false, payload: nil,
+                error: GatewayErrorShape(
+                    code: "NOT_PAIRED", message: "pairing required",
+                    details: .object(["code": .string("PAIRING_REQUIRED"), "requestId": .string("req-7"), "reason": .string("scope-upgrade")]))))
+        var rig = MachineRig(dialect: .openclaw, scopes: wider)
+        let first = try #require(Self.challenged(&rig))
+        #expect(first.contains(OpenClawProtocol.approvalsScope))
+        rig.send(.attempt(1, .text(upgrade, date: Date())))
+        #expect(rig.machine.scopeUpgradeWaiting == "req-7")
+        #expect(rig.published?.lastError?.contains("openclaw devices approve req-7") == true, "\(String(describing: rig.published?.lastError))")
+        #expect(rig.published?.lastError?.hasSuffix("then `tether reconnect`") == true)
+        // At once, with the chat scopes only: chat goes on while the upgrade waits.
+        #expect(rig.wait(.milliseconds(100)) == [.prepare(attempt: 2)])
+        let second = try #require(Self.challenged(&rig, attempt: 2))
+        #expect(!second.contains(OpenClawProtocol.approvalsScope))
+        rig.send(.attempt(2, .text(Self.hello(), date: Date())))
+        #expect(rig.state == .connected && rig.published?.gateway?.scopeUpgradeRequest == "req-7")
+        // Approved on the gateway, then `tether reconnect`: the wider scopes are asked for again.
+        #expect(rig.machine.command(.reconnect, now: rig.now).accepted)
+        #expect(rig.machine.scopeUpgradeWaiting == nil)
+
+        // Refused again while asking only for the chat scopes: a refusal like any other.
+        var narrow = MachineRig(dialect: .openclaw)
+        Self.challenged(&narrow)
+        narrow.send(.attempt(1, .text(upgrade, date: Date())))
+        #expect(narrow.machine.scopeUpgradeWaiting == nil && narrow.state == .failed(.gatewayRefused))
+    }
+
     @Test func aRefusalInTheCloseFramesReasonIsTheAttemptsEnd() {
         var rig = MachineRig(dialect: .openclaw)
         Self.challenged(&rig)

@@ -1,9 +1,12 @@
 import Foundation
 import Logging
+import OpenClawWire
 import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
+
+@testable import ConnectionManager
 
 /// OpenClaw's exec approvals through the real programs, against the development gateway
 /// (a message `exec: COMMAND` makes its agent ask to run COMMAND): protod keeps what the
@@ -64,6 +67,22 @@ import TetherTesting
         #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
         #expect(sender.standardOutput == "Did not run `rm -rf build`: nobody answered the approval in time.\n", "\(sender.standardOutput)")
         #expect(try Self.approvals(set).pending.isEmpty)
+    }
+
+    @Test func aWiderScopeForAPairedDeviceWaitsForAPersonAsOnTheRealGateway() async throws {
+        let set = try await ComposedSet.openClaw()
+        defer { set.stop() }
+        let identity = DeviceIdentity()
+        let chat = try await OtherOpenClawClient.handshake(port: set.port, token: set.gatewayToken, identity: identity, scopes: OpenClawProtocol.chatScopes)
+        guard case .ready = chat else { throw TestFailure("the chat scopes: \(chat)") }
+        let wider = OpenClawProtocol.chatScopes + [OpenClawProtocol.approvalsScope]
+        let upgrade = try await OtherOpenClawClient.handshake(port: set.port, token: set.gatewayToken, identity: identity, scopes: wider)
+        guard case .refused(.scopeUpgradeRequired(let request?, let words)) = upgrade else { throw TestFailure("a wider scope: \(upgrade)") }
+        #expect(words.contains("operator.approvals") && words.contains(request), "\(words)")
+        #expect(try set.approve(request).status == 0)
+        let approved = try await OtherOpenClawClient.handshake(port: set.port, token: set.gatewayToken, identity: identity, scopes: wider)
+        guard case .ready(let info, _) = approved else { throw TestFailure("after the approval: \(approved)") }
+        #expect(info.scopes?.contains(OpenClawProtocol.approvalsScope) == true)
     }
 
     @Test func withoutTheScopeTheWordsSayWhyAndTheGatewayHasNobodyToAsk() async throws {

@@ -64,6 +64,21 @@ final class OtherOpenClawClient: Sendable {
         stop()
     }
 
+    /// One handshake as device `identity` asking for `scopes`, and what the gateway answered;
+    /// the connection is closed after it.
+    static func handshake(port: Int, token: String, identity: DeviceIdentity, scopes: [String]) async throws -> OpenClawConnect.Result {
+        let url = "ws://127.0.0.1:\(port)"
+        let result = Mutex<OpenClawConnect.Result?>(nil)
+        _ = try await GatewaySocket.connect(url: url, headers: [:], tls: nil, maximumMessageSize: 1 << 24, deadline: .seconds(5)) { connection in
+            var messages = connection.messages.makeAsyncIterator()
+            let handshake = OpenClawHandshake(identity: identity, instanceID: UUID().uuidString, displayName: "Other", scopes: scopes)
+            let answer = await OpenClawConnect.run(handshake, on: connection, messages: &messages, required: true, url: url, token: token, deviceToken: nil)
+            result.withLock { $0 = answer }
+        }
+        guard let answer = result.withLock({ $0 }) else { throw TestFailure("no handshake with \(url)") }
+        return answer
+    }
+
     /// Sends `text` into `session` with a new idempotency key; returns the key.
     @discardableResult
     func send(_ text: String, session: String = "agent:main:main") -> String {

@@ -35,7 +35,9 @@ extension ConnectionManagerMachine {
             attempt.token = token
             attempt.deviceToken = deviceToken
             if settings.dialect != .seed, let identity {
-                attempt.handshake = OpenClawHandshake(identity: identity, signature: signatureVersion, instanceID: settings.instanceID, scopes: settings.scopes)
+                attempt.handshake = OpenClawHandshake(
+                    identity: identity, signature: signatureVersion, instanceID: settings.instanceID,
+                    scopes: scopeUpgradeWaiting == nil ? settings.scopes : OpenClawProtocol.chatScopes)
             }
             attempt.phase = .upgrading(deadline: now + settings.upgradeDeadline)
             current = attempt
@@ -150,6 +152,16 @@ extension ConnectionManagerMachine {
             } else {
                 problem = ConnectionProblem(.credentialRejected, words + ": fix the token file, then reconnect")
             }
+        case .scopeUpgradeRequired(let request, let words)?:
+            if scopeUpgradeWaiting == nil, attempt.handshake?.scopes != OpenClawProtocol.chatScopes {
+                scopeUpgradeWaiting = request ?? ""
+                let approve = "openclaw devices approve \(request ?? attempt.handshake?.identity.deviceID ?? "DEVICE")"
+                actions.append(.log(.warning, words + ": connecting without approvals until it is approved", ["connection.request": request ?? ""]))
+                problem = ConnectionProblem(
+                    .unavailable(retryAfter: .zero), words + ": connecting without approvals; approve it with `\(approve)`, then `tether reconnect`")
+            } else {
+                problem = ConnectionProblem(.refused(.gatewayRefused), words)
+            }
         case .signatureRefused(let words)?:
             if signatureVersion == .v3 {
                 signatureVersion = .v2
@@ -166,6 +178,8 @@ extension ConnectionManagerMachine {
     /// The WebSocket is open and, on OpenClaw, the handshake done: connected.
     private mutating func opened(_ info: GatewayInfo, firstFrame: String?, now: Instant) -> [Action] {
         guard var attempt = current else { return [] }
+        var info = info
+        info.scopeUpgradeRequest = scopeUpgradeWaiting
         gateway = info
         knockUntil = nil
         var actions = decide(.connectionSucceeded, now: now).actions

@@ -156,6 +156,10 @@ struct ConnectionManagerMachine: Sendable {
     /// OpenClaw: the shared token the gateway refused while a device token it issued is
     /// stored: connd connects with the device token instead, until the token changes.
     var sharedTokenRefused: String?
+    /// OpenClaw: the gateway wants a person to approve the wider scopes asked for (its
+    /// request id, empty when it named none): connd asks for the chat scopes only, until a
+    /// reconnect is asked for (`tether reconnect`, after approving).
+    var scopeUpgradeWaiting: String?
     /// Stopping: waiting for the connections closing.
     var stopping = false
     private var finished = false
@@ -216,7 +220,10 @@ struct ConnectionManagerMachine: Sendable {
     mutating func command(_ command: ConnectionCommand.Action, now: Instant) -> (accepted: Bool, actions: [Action]) {
         guard !stopping else { return (false, []) }
         switch command {
-        case .reconnect: return decide(.manualReconnect, now: now)
+        case .reconnect:
+            // Asked for after approving a scope upgrade, as the words said: the wider scopes again.
+            scopeUpgradeWaiting = nil
+            return decide(.manualReconnect, now: now)
         case .suspend: return decide(.suspend(.command), now: now)
         case .resume: return decide(.resume(.command), now: now)
         }

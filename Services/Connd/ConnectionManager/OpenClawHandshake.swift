@@ -21,6 +21,10 @@ public struct OpenClawHandshake: Sendable {
         /// The gateway refused the shared token and says a device token it issued would do
         /// (`retry_with_device_token`): connect with the stored one, if there is one.
         case sharedTokenRefused(String)
+        /// The device is paired, but a scope asked for beyond those it was paired with
+        /// (`operator.approvals`) waits for a person to approve the upgrade (`requestId`):
+        /// connect with the chat scopes meanwhile.
+        case scopeUpgradeRequired(requestID: String?, String)
     }
 
     public let identity: DeviceIdentity
@@ -95,6 +99,12 @@ public struct OpenClawHandshake: Sendable {
         let message = error.message
         let lowered = message.lowercased()
         if error.code == "NOT_PAIRED" || lowered.contains("pairing required") {
+            if error.details?["reason"]?.stringValue == "scope-upgrade" {
+                let request = error.details?["requestId"]?.stringValue
+                return .scopeUpgradeRequired(
+                    requestID: request,
+                    "the gateway at \(url) asks a person to approve this device's wider scopes (operator.approvals)\(request.map { ", request \($0)" } ?? "")")
+            }
             guard lowered.contains("pairing") else {
                 return .refused(ConnectionProblem(.refused(.gatewayRefused), "the gateway at \(url) refused the device: \(message)"))
             }

@@ -23,6 +23,14 @@ extension DeliveryStateMachine {
         }
         let scopes = gateway.scopes ?? []
         guard scopes.contains(OpenClawProtocol.approvalsScope) || scopes.contains("operator.admin") else {
+            if let request = gateway.scopeUpgradeRequest {
+                let approve = "openclaw devices approve \(request.isEmpty ? (gateway.deviceID ?? "DEVICE") : request)"
+                approvals(
+                    .availability(
+                        "the gateway waits for a person to approve Tether's scope operator.approvals: run `\(approve)` on the gateway, then `tether reconnect`"
+                    ), now: now, into: &actions)
+                return
+            }
             approvals(
                 .availability(
                     "Tether's connection to the gateway lacks the scope operator.approvals (start tether-connd with --approvals; the gateway then asks for the device to be approved again)"

@@ -257,13 +257,28 @@ actor OpenClawGateway {
         if issued == nil {
             if faults.current.requirePairing {
                 let requestID = pairingRequests.first { $0.value.id == device.id }?.key ?? UUID().uuidString.lowercased().prefix(8).description
-                pairingRequests[requestID] = PairedDevices.Device(id: device.id, publicKey: device.publicKey, token: "")
+                pairingRequests[requestID] = PairedDevices.Device(id: device.id, publicKey: device.publicKey, token: "", scopes: connect.scopes)
                 logger.notice("pairing required", metadata: ["gateway.device": "\(device.id)", "gateway.request": "\(requestID)"])
                 return .refuse(
                     GatewayErrorShape(code: "NOT_PAIRED", message: "pairing required", details: .object(["requestId": .string(requestID)])), .policyViolation)
             }
-            issued = devices.pair(id: device.id, publicKey: device.publicKey)
+            issued = devices.pair(id: device.id, publicKey: device.publicKey, scopes: connect.scopes)
             newlyPaired = device.id
+        } else if let known = issued, !devices.missingScopes(of: known, asking: connect.scopes).isEmpty {
+            // A scope upgrade is never granted silently: a person approves it; the device keeps its identity.
+            let requestID = pairingRequests.first { $0.value.id == device.id }?.key ?? UUID().uuidString.lowercased().prefix(8).description
+            pairingRequests[requestID] = PairedDevices.Device(id: device.id, publicKey: device.publicKey, token: "", scopes: connect.scopes)
+            logger.notice(
+                "scope upgrade requires approval",
+                metadata: [
+                    "gateway.device": "\(device.id)", "gateway.request": "\(requestID)",
+                    "gateway.scopes": "\(devices.missingScopes(of: known, asking: connect.scopes))",
+                ])
+            return .refuse(
+                GatewayErrorShape(
+                    code: "NOT_PAIRED", message: "pairing required",
+                    details: .object(["code": .string("PAIRING_REQUIRED"), "requestId": .string(requestID), "reason": .string("scope-upgrade")])),
+                .policyViolation)
         }
         let version = min(connect.maxProtocol, settings.protocols.upperBound)
         let hello = HelloOk(
@@ -295,7 +310,7 @@ actor OpenClawGateway {
     /// Approves a pending pairing request; the device's id, or nil when there is no such request.
     func approve(requestID: String) async -> String? {
         guard let request = pairingRequests.removeValue(forKey: requestID) else { return nil }
-        _ = devices.pair(id: request.id, publicKey: request.publicKey)
+        _ = devices.pair(id: request.id, publicKey: request.publicKey, scopes: request.scopes ?? OpenClawProtocol.chatScopes)
         logger.notice("device approved", metadata: ["gateway.device": "\(request.id)", "gateway.request": "\(requestID)"])
         await pairingResolved(deviceID: request.id, requestID: requestID)
         return request.id

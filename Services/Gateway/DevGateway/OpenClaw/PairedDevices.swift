@@ -7,6 +7,9 @@ struct PairedDevices: Sendable {
         var id: String
         var publicKey: String
         var token: String
+        /// The scopes it was paired with; a connection asking for more is a scope upgrade,
+        /// which a person approves. nil: paired before scopes were kept (the chat scopes).
+        var scopes: [String]?
     }
 
     private var devices: [String: Device] = [:]
@@ -26,14 +29,21 @@ struct PairedDevices: Sendable {
 
     func device(_ id: String) -> Device? { devices[id] }
 
-    /// Pairs a device and issues its token (the one issued before, if it was paired already).
-    mutating func pair(id: String, publicKey: String) -> Device {
-        if let known = devices[id] { return known }
-        let device = Device(id: id, publicKey: publicKey, token: UUID().uuidString.lowercased() + UUID().uuidString.lowercased())
+    /// Pairs a device with `scopes` and issues its token (the one issued before, if it was
+    /// paired already: its scopes then grow by those asked for).
+    mutating func pair(id: String, publicKey: String, scopes: [String]) -> Device {
+        var device = devices[id] ?? Device(id: id, publicKey: publicKey, token: UUID().uuidString.lowercased() + UUID().uuidString.lowercased())
+        device.scopes = Array(Set(device.scopes ?? []).union(scopes)).sorted()
         devices[id] = device
         if let path, let data = try? JSONEncoder().encode(devices) {
             _ = FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
         }
         return device
+    }
+
+    /// The scopes of `scopes` a paired device was not paired with.
+    func missingScopes(of device: Device, asking scopes: [String]) -> [String] {
+        let granted = Set(device.scopes ?? ["operator.read", "operator.write"])
+        return scopes.filter { !granted.contains($0) && !granted.contains("operator.admin") }
     }
 }
