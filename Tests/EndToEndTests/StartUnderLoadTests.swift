@@ -11,9 +11,10 @@ import Glibc
 /// hummingbird-websocket's `HTTP1WebSocketUpgradeChannel.setup`, the code every new connection
 /// runs first; tether-web serves its page with the same stack. Each is started again and again
 /// on the same port while threads that were already knocking before it listened open
-/// connections at it from its first moment, most of them WebSocket upgrades: every one must be
-/// answered, and each run must end with exit status 0 on SIGTERM (a signal or a crash report
-/// fails it, with the report). A short run is part of the suite; scripts/stress-start runs a
+/// connections at it from its first moment: WebSocket upgrades, plain requests, and
+/// connections closed (or reset) as soon as they are open, as compose's readiness check closes
+/// its own. Every request must be answered, and each run must end with exit status 0 on
+/// SIGTERM (a signal or a crash report fails it, with the report). A short run is part of the suite; scripts/stress-start runs a
 /// long one (TETHER_START_STRESS_STARTS, _THREADS, _CONNECTIONS, and _LOAD busy threads beside).
 @Suite(.serialized) struct StartUnderLoadTests {
     private static let environment = ProcessInfo.processInfo.environment
@@ -34,11 +35,14 @@ import Glibc
         _ = FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
         let upgrade = StartStorm.upgrade(path: dialect == "seed" ? "/ws" : "/", port: port, extraHeaders: "Authorization: Bearer \(token)\r\n")
         let plain = "GET /health HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"
-        try await Self.startRepeatedly(name: "tether-gateway (\(dialect))", port: port, requests: [upgrade, upgrade, upgrade, plain]) {
+        // As compose starts it, with a record and a state directory.
+        let arguments = [
+            "--port", "\(port)", "--token-file", tokenFile, "--dialect", dialect, "--record", run.path + "/record.jsonl", "--state-dir",
+            run.path + "/state", "--log-level", "warning",
+        ]
+        try await Self.startRepeatedly(name: "tether-gateway (\(dialect))", port: port, knocks: StartStorm.mix(upgrade: upgrade, plain: plain)) {
             try ChildProcess(
-                Programs.path("tether-gateway"),
-                ["--port", "\(port)", "--token-file", tokenFile, "--dialect", dialect, "--log-level", "warning"],
-                environment: StartStorm.crashReports, outputDirectory: run.path, name: "gateway")
+                Programs.path("tether-gateway"), arguments, environment: StartStorm.crashReports, outputDirectory: run.path, name: "gateway")
         }
     }
 
@@ -55,33 +59,32 @@ import Glibc
         let cookie = "Cookie: tether_web=\(token)\r\n"
         let upgrade = StartStorm.upgrade(path: "/ws", port: port, extraHeaders: "Origin: http://\(host)\r\n\(cookie)")
         let plain = "GET /icon.svg HTTP/1.1\r\nHost: \(host)\r\n\(cookie)\r\n"
-        try await Self.startRepeatedly(name: "tether-web", port: port, requests: [upgrade, upgrade, upgrade, plain]) {
+        try await Self.startRepeatedly(name: "tether-web", port: port, knocks: StartStorm.mix(upgrade: upgrade, plain: plain)) {
             try ChildProcess(
                 Programs.path("tether-web"), ["--run-dir", run.path, "--port", "\(port)", "--token-file", tokenFile, "--log-level", "warning"],
                 environment: StartStorm.crashReports, outputDirectory: run.path, name: "web")
         }
     }
 
-    /// Starts a program `starts` times on `port`, each time under a storm of `requests` (taken
-    /// in turn) that began before it listened; each connection must be answered (`101` for an
+    /// Starts a program `starts` times on `port`, each time under a storm of `knocks` (taken in
+    /// turn) that began before it listened; each request must be answered (`101` for an
     /// upgrade, `200` for the rest) while the program runs, and the program must then stop with
     /// status 0 on SIGTERM.
-    static func startRepeatedly(name: String, port: Int, requests: [String], start: () throws -> ChildProcess) async throws {
+    static func startRepeatedly(name: String, port: Int, knocks: [StartStorm.Knock], start: () throws -> ChildProcess) async throws {
         let load = BusyLoad(threads: busyThreads)
         defer { load.stop() }
         let began = ContinuousClock.now
         var answered = 0
-        var knocks = 0
+        var refused = 0
         for round in 1...starts {
-            let storm = StartStorm(port: port, threads: threads, connectionsPerThread: connectionsPerThread, requests: requests)
+            let storm = StartStorm(port: port, threads: threads, connectionsPerThread: connectionsPerThread, knocks: knocks)
             let process = try start()
             defer { process.stop() }
             storm.begin(while: { process.isRunning })
             let answers = await storm.finished(within: .seconds(60))
-            let expected = requests.map { $0.contains("Upgrade: websocket") ? "HTTP/1.1 101" : "HTTP/1.1 200" }
-            let wrong = answers.enumerated().filter { !$0.element.hasPrefix(expected[$0.offset % expected.count]) }
-            answered += answers.count - wrong.count
-            knocks += storm.refused.load(ordering: .relaxed)
+            let wrong = answers.filter { !$0.answer.hasPrefix($0.knock.expected) }
+            answered += answers.count { $0.knock.expected != "" } - wrong.count
+            refused += storm.refused.load(ordering: .relaxed)
             // The program first: a crash is what this test is about, and it explains what went wrong.
             let stillRunning = process.isRunning
             process.signal(SIGTERM)
@@ -92,39 +95,61 @@ import Glibc
             )
             try #require(
                 wrong.isEmpty,
-                "\(name), start \(round): \(wrong.count) of \(answers.count) connections not answered as expected, e.g. \(wrong.prefix(3).map(\.element))")
+                "\(name), start \(round): \(wrong.count) of \(answers.count) connections not answered as expected, e.g. \(wrong.prefix(3).map(\.answer))")
         }
         let elapsed = (ContinuousClock.now - began).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
         print(
-            "start under load: \(name) started \(starts) times in \(String(format: "%.1f", seconds)) s, \(threads) threads × \(connectionsPerThread) connections each time, \(answered) answered, \(knocks) refused before it listened, \(busyThreads) busy threads beside"
+            "start under load: \(name) started \(starts) times in \(String(format: "%.1f", seconds)) s, \(threads) threads × \(connectionsPerThread) connections each time, \(answered) requests answered, \(refused) connections refused before it listened, \(busyThreads) busy threads beside"
         )
     }
 }
 
 /// Connections opened at a program from the moment it listens: threads that knock (connect
-/// again every half millisecond while it refuses), then each sends its requests on connections
-/// of their own, one after another, and keeps them open until all of its own are answered.
+/// again every half millisecond while it refuses), then each opens its connections one after
+/// another, and keeps those it sent a request on open until all of its own are answered.
 final class StartStorm: Sendable {
+    /// What a connection does once it is open.
+    enum Knock: Sendable {
+        /// Sends the request and reads the first line of the answer.
+        case request(String, expecting: String)
+        /// Closes at once, sending nothing: compose's readiness check.
+        case closeAtOnce
+        /// Resets at once (SO_LINGER 0), sending nothing.
+        case resetAtOnce
+
+        /// The start of the answer's first line ("" for a connection that asks nothing).
+        var expected: String {
+            if case .request(_, let expecting) = self { return expecting }
+            return ""
+        }
+    }
+
     /// The variables that make a crashing Swift program print its backtrace on standard error.
     static let crashReports = ["SWIFT_BACKTRACE": "enable=yes,interactive=no,color=no"]
 
     let port: Int
     let threads: Int
     let connectionsPerThread: Int
-    let requests: [String]
-    /// The first line of each answer, in the order of the requests (`""`: none came).
-    private let answers: Mutex<[String]>
+    let knocks: [Knock]
+    /// Each connection's knock and the first line of its answer (`""`: none came).
+    private let answers: Mutex<[(knock: Knock, answer: String)]>
     private let done = Atomic<Int>(0)
     /// Connections refused because the program did not listen yet: the storm was there first.
     let refused = Atomic<Int>(0)
 
-    init(port: Int, threads: Int, connectionsPerThread: Int, requests: [String]) {
+    init(port: Int, threads: Int, connectionsPerThread: Int, knocks: [Knock]) {
         self.port = port
         self.threads = threads
         self.connectionsPerThread = connectionsPerThread
-        self.requests = requests
-        answers = Mutex(Array(repeating: "", count: threads * connectionsPerThread))
+        self.knocks = knocks
+        answers = Mutex([])
+    }
+
+    /// Mostly upgrades: three upgrades, a plain request, a connection closed at once and one reset.
+    static func mix(upgrade: String, plain: String) -> [Knock] {
+        let upgrade = Knock.request(upgrade, expecting: "HTTP/1.1 101")
+        return [upgrade, .closeAtOnce, upgrade, .request(plain, expecting: "HTTP/1.1 200"), upgrade, .resetAtOnce]
     }
 
     /// A WebSocket upgrade of `path`, with `extraHeaders` (each ending in CRLF).
@@ -133,17 +158,32 @@ final class StartStorm: Sendable {
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n"
     }
 
-    /// Starts the threads; they give up knocking once `alive` is false.
+    /// Starts the threads; they give up knocking once `alive` is false. Each thread's first
+    /// connection is another kind of knock, so the program's first connections are all kinds.
     func begin(while alive: @escaping @Sendable () -> Bool) {
         for thread in 0..<threads {
             Thread.detachNewThread { [self] in
                 var open: [Int32] = []
                 for connection in 0..<connectionsPerThread {
-                    let index = thread * connectionsPerThread + connection
-                    guard let descriptor = Self.connect(port: port, refused: refused, while: alive) else { break }
-                    open.append(descriptor)
-                    let answer = Self.exchange(requests[index % requests.count], on: descriptor)
-                    answers.withLock { $0[index] = answer }
+                    let knock = knocks[(thread + connection) % knocks.count]
+                    guard let descriptor = Self.connect(port: port, refused: refused, while: alive) else {
+                        answers.withLock { $0.append((knock, "")) }
+                        continue
+                    }
+                    switch knock {
+                    case .request(let request, _):
+                        open.append(descriptor)
+                        let answer = Self.exchange(request, on: descriptor)
+                        answers.withLock { $0.append((knock, answer)) }
+                    case .closeAtOnce:
+                        close(descriptor)
+                        answers.withLock { $0.append((knock, "")) }
+                    case .resetAtOnce:
+                        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                        setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                        close(descriptor)
+                        answers.withLock { $0.append((knock, "")) }
+                    }
                 }
                 open.forEach { close($0) }
                 done.add(1, ordering: .releasing)
@@ -151,8 +191,8 @@ final class StartStorm: Sendable {
         }
     }
 
-    /// The first line of each answer, once every thread has finished (or `timeout` passed).
-    func finished(within timeout: Duration) async -> [String] {
+    /// Each connection's knock and answer, once every thread has finished (or `timeout` passed).
+    func finished(within timeout: Duration) async -> [(knock: Knock, answer: String)] {
         let threads = threads
         _ = await eventually(timeout: timeout, every: .milliseconds(10)) { done.load(ordering: .acquiring) == threads }
         return answers.withLock { $0 }
