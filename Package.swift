@@ -313,7 +313,7 @@ let package = Package(
             .testTarget(
                 name: "WebFrontEndTests",
                 dependencies: [
-                    "WebFrontEnd", "TetherSchema", "TetherWire", .product(name: "NIOCore", package: "swift-nio"),
+                    "WebFrontEnd", "TetherHTTPServer", "TetherSchema", "TetherWire", .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Tests/WebFrontEndTests",

@@ -22,7 +22,10 @@ public enum ChildChannelWarmUp {
     /// Sets up a connection that asks to upgrade and one that does not, each on an in-memory
     /// channel through the child channel `wrap` makes of a plain WebSocket child channel (the
     /// server's own wrapper, so that its handlers are instantiated too), then closes both.
-    public static func run<Child: ServerChildChannel>(logger: Logger, wrap: (HTTP1WebSocketUpgradeChannel) -> Child) {
+    /// - Returns: the first line each connection answered: the upgrade's `101`, and nothing for
+    ///   the other (its responder is never run).
+    @discardableResult
+    public static func run<Child: ServerChildChannel>(logger: Logger, wrap: (HTTP1WebSocketUpgradeChannel) -> Child) -> [String] {
         let childChannel = wrap(
             HTTP1WebSocketUpgradeChannel(
                 responder: { _, _, _ in }, configuration: .init(),
@@ -30,12 +33,14 @@ public enum ChildChannelWarmUp {
         let upgrade =
             "GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        for request in [upgrade, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"] {
+        return [upgrade, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"].map { request in
             let channel = EmbeddedChannel()
             _ = childChannel.setup(channel: channel, logger: logger)
             try? channel.writeInbound(ByteBuffer(string: request))
             channel.embeddedEventLoop.run()
+            let answer = (try? channel.readOutbound(as: ByteBuffer.self)).flatMap { $0 }.map { String(buffer: $0) } ?? ""
             _ = try? channel.close().wait()
+            return String(answer.prefix { $0 != "\r\n" })
         }
     }
 }

@@ -237,7 +237,7 @@ final class StartStorm: Sendable {
             received += buffer[..<count]
         }
         let text = String(decoding: received, as: UTF8.self)
-        return String(text.prefix { $0 != "\r" && $0 != "\n" })
+        return String(text.prefix { $0 != "\r\n" && $0 != "\n" })
     }
 }
 
