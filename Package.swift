@@ -139,6 +139,19 @@ let package = Package(
             path: "Shared/TetherService",
             swiftSettings: swiftSettings
         ),
+        // What tether-gateway and tether-web share about serving WebSockets.
+        .target(
+            name: "TetherHTTPServer",
+            dependencies: [
+                .logging,
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            path: "Shared/TetherHTTPServer",
+            swiftSettings: swiftSettings
+        ),
     ]
         // MARK: Programs
         + program(
@@ -148,7 +161,7 @@ let package = Package(
         + program(
             "tether-gateway", library: "DevGateway", folder: "Gateway",
             dependencies: [
-                "OpenClawWire", "TetherWire", "TetherService", .logging, .serviceLifecycle,
+                "OpenClawWire", "TetherWire", "TetherService", "TetherHTTPServer", .logging, .serviceLifecycle,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -191,7 +204,7 @@ let package = Package(
             .target(
                 name: "WebFrontEnd",
                 dependencies: [
-                    "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", .logging, .serviceLifecycle,
+                    "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "TetherHTTPServer", .logging, .serviceLifecycle,
                     .product(name: "Crypto", package: "swift-crypto"),
                     .product(name: "Hummingbird", package: "hummingbird"),
                     .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -301,7 +314,7 @@ let package = Package(
             .testTarget(
                 name: "WebFrontEndTests",
                 dependencies: [
-                    "WebFrontEnd", "TetherSchema", "TetherWire", .product(name: "NIOCore", package: "swift-nio"),
+                    "WebFrontEnd", "TetherHTTPServer", "TetherSchema", "TetherWire", .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Tests/WebFrontEndTests",

@@ -8,6 +8,7 @@ public import Logging
 import NIOCore
 import NIOSSL
 import Synchronization
+import TetherHTTPServer
 import TetherWire
 
 /// How the development gateway runs.
@@ -223,6 +224,9 @@ public enum DevGateway {
                 try await onUpgrade(inbound, outbound, channel, context.logger)
             }
         }
+
+        // Before any event loop thread sets up a connection: see ChildChannelWarmUp.
+        ChildChannelWarmUp.run(logger: logger) { $0 }
 
         let portFile = configuration.portFile
         let scheme = configuration.tls == nil ? "ws" : "wss"

@@ -8,6 +8,7 @@ import NIOCore
 public import ServiceLifecycle
 import Synchronization
 public import TetherBus
+import TetherHTTPServer
 import TetherSchema
 import TetherService
 
@@ -104,6 +105,9 @@ public enum WebServer {
             }
             context.logger.debug("page left")
         }
+
+        // Before any event loop thread sets up a connection: see ChildChannelWarmUp.
+        ChildChannelWarmUp.run(logger: logger) { GuardedChildChannel(inner: $0) }
 
         let urlFile = configuration.urlFile
         let webSocketResponder = router.buildResponder()
