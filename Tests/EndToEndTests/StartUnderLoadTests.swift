@@ -60,13 +60,24 @@ import Glibc
         defer { bus.stop() }
         let host = "127.0.0.1:\(port)"
         let cookie = "Cookie: tether_web=\(token)\r\n"
-        let upgrade = StartStorm.upgrade(path: "/ws", port: port, extraHeaders: "Origin: http://\(host)\r\n\(cookie)")
-        let plain = "GET /icon.svg HTTP/1.1\r\nHost: \(host)\r\n\(cookie)\r\n"
-        try await Self.startRepeatedly(name: "tether-web", port: port, knocks: StartStorm.mix(upgrade: upgrade, plain: plain)) {
+        let start = {
             try ChildProcess(
                 Programs.path("tether-web"), ["--run-dir", run.path, "--port", "\(port)", "--token-file", tokenFile, "--log-level", "warning"],
                 environment: StartStorm.crashReports, outputDirectory: run.path, name: "web")
         }
+        // Where the page is, as a browser learns it: the redirect that trades the token.
+        let first = try start()
+        var login = ""
+        _ = await eventually(timeout: .seconds(20)) {
+            login = (try? rawRequest(port: port, "GET /?token=\(token) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")) ?? ""
+            return login.hasPrefix("HTTP/1.1 303")
+        }
+        first.stop()
+        let location = login.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") }
+        let page = try #require(location?.dropFirst("location:".count).trimmingCharacters(in: .whitespaces).dropLast().description, "\(login)")
+        let upgrade = StartStorm.upgrade(path: page + "/ws", port: port, extraHeaders: "Origin: http://\(host)\r\n\(cookie)")
+        let plain = "GET \(page)/icon.svg HTTP/1.1\r\nHost: \(host)\r\n\(cookie)\r\n"
+        try await Self.startRepeatedly(name: "tether-web", port: port, knocks: StartStorm.mix(upgrade: upgrade, plain: plain), start: start)
     }
 
     /// Starts a program `starts` times on `port`, each time under a storm of `knocks` (taken in
