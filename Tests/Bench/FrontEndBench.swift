@@ -19,6 +19,13 @@ struct FrontEndBench {
         var typedCharacters: Int
         var replyWords: Int
         var pastedBytes: Int
+        /// The rows measured, in this order.
+        var rows: [Row] = Row.allCases
+    }
+
+    /// The rows this measures: each can be left out.
+    enum Row: String, CaseIterable {
+        case idle, typing, reply, paste
     }
 
     let settings: Settings
@@ -41,10 +48,11 @@ struct FrontEndBench {
         var programs = try Self.programs(of: set)
         programs.append((Self.terminalUI, try ui.pid()))
 
-        try await measureIdle(programs, into: &table)
-        try await measureTyping(ui: ui, pid: try ui.pid(), into: &table)
-        try await measureReply(set: set, ui: ui, programs: programs, into: &table)
-        try await measurePaste(ui: ui, pid: try ui.pid(), into: &table)
+        let rows = settings.rows
+        if rows.contains(.idle) { try await measureIdle(programs, into: &table) }
+        if rows.contains(.typing) { try await measureTyping(ui: ui, pid: try ui.pid(), into: &table) }
+        if rows.contains(.reply) { try await measureReply(set: set, ui: ui, programs: programs, into: &table) }
+        if rows.contains(.paste) { try await measurePaste(ui: ui, pid: try ui.pid(), into: &table) }
         try ui.press("C-c")
     }
 
@@ -121,7 +129,7 @@ struct FrontEndBench {
                 baseline: "OpenClaw's terminal UI: 0.07 s for 901 characters", target: "≤ 0.1 s", met: cpu <= 0.1))
         // Sent, so the composer is empty again; its reply is whole before the next row.
         try ui.press("Enter")
-        _ = try await ui.waitFor("You said: abcdefghij", timeout: .seconds(30))
+        _ = try await ui.waitFor("Opta: You said:", timeout: .seconds(30))
         _ = try await ui.waitForAbsence(of: "▍", timeout: .seconds(30))
     }
 

@@ -15,10 +15,17 @@ struct FrontEndOptions: ParsableArguments {
     @Option(help: "Bytes pasted into the terminal UI's composer.")
     var pastedBytes = 100_000
 
+    @Option(parsing: .upToNextOption, help: "The terminal UI's rows to measure: idle, typing, reply, paste.")
+    var uiRows = FrontEndBench.Row.allCases
+
     func settings(idleSeconds: Int) -> FrontEndBench.Settings {
-        .init(idleSeconds: idleSeconds, storedEntries: uiEntries, typedCharacters: typedCharacters, replyWords: replyWords, pastedBytes: pastedBytes)
+        .init(
+            idleSeconds: idleSeconds, storedEntries: uiEntries, typedCharacters: typedCharacters, replyWords: replyWords, pastedBytes: pastedBytes,
+            rows: uiRows)
     }
 }
+
+extension FrontEndBench.Row: ExpressibleByArgument {}
 
 /// The terminal UI's rows alone: `tether` in tmux beside a set of its own.
 struct FrontEnd: AsyncParsableCommand {

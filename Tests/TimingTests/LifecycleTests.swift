@@ -145,7 +145,7 @@ import TetherWire
         second.signal(SIGKILL)
         let lapsed = try await states.waitFor(timeout: .seconds(15), since: killed) { $0.phase == .suspended }
         #expect(lapsed.value.suspendReason == .idle)
-        print("front end killed: suspended \(killed.duration(to: lapsed.receivedAt)) later (presence timeout 3 s + grace 1 s)")
+        print("front end killed: suspended \(killed.duration(to: lapsed.receivedAt)) later (three missed renewals of 1 s + grace 1 s)")
 
         // A command suspend is not undone by a front end arriving.
         #expect(try set.tether(["resume"]).status == 0)
