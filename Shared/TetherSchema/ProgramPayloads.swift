@@ -144,9 +144,10 @@ public struct DiagnosticEvent: Codable, Hashable, Sendable {
     }
 }
 
-/// A front end is attached to the set. Every front end publishes one a second while it
-/// runs and one with `leaving` as it exits; connd suspends the connection when the last
-/// one has gone for the grace period.
+/// A front end is attached to the set. Every front end publishes one as it starts, again
+/// every `renewalSeconds` while it runs, and one with `leaving` as it exits; connd counts a
+/// front end gone when it says it leaves, or when ``missedRenewals`` renewals did not come
+/// (it crashed), and suspends the connection when the last one has gone for the grace period.
 public struct FrontEndPresence: Codable, Hashable, Sendable {
     public enum State: String, Codable, Sendable, CaseIterable {
         /// Running and drawing the conversation.
@@ -161,20 +162,39 @@ public struct FrontEndPresence: Codable, Hashable, Sendable {
     public var instance: String
     public var pid: Int32
     public var state: State
+    /// Seconds until this front end renews its presence; absent, every second (the front
+    /// ends written before it could be said).
+    public var renewalSeconds: Int?
 
-    public init(frontEnd: String, instance: String, pid: Int32, state: State) {
+    public init(frontEnd: String, instance: String, pid: Int32, state: State, renewalSeconds: Int? = nil) {
         self.frontEnd = frontEnd
         self.instance = instance
         self.pid = pid
         self.state = state
+        self.renewalSeconds = renewalSeconds
     }
 
-    /// A presence not renewed for this long means the front end is gone.
-    public static let timeout: Duration = .seconds(3)
+    /// How often Tether's own front ends renew their presence: seldom, so that an idle
+    /// front end, connd and the bus sleep. A front end that exits says so at once; only one
+    /// that crashed is waited for.
+    public static let renewal: Duration = .seconds(30)
+
+    /// Renewals missed before a front end counts as gone.
+    public static let missedRenewals = 3
+
+    /// The renewals said are taken between these, in seconds: a front end cannot make
+    /// itself gone at once, nor present for ever.
+    public static let renewalRange = 1...300
+
+    /// How long this presence lasts unless renewed: ``missedRenewals`` of its renewals.
+    public var lapsesAfter: Duration {
+        let renewal = min(max(renewalSeconds ?? 1, Self.renewalRange.lowerBound), Self.renewalRange.upperBound)
+        return .seconds(renewal * Self.missedRenewals)
+    }
 }
 
-/// The front ends attached now: those whose presence was renewed within
-/// ``FrontEndPresence/timeout`` and that have not said they leave.
+/// The front ends attached now: those whose presence has not lapsed
+/// (``FrontEndPresence/lapsesAfter``) and that have not said they leave.
 public struct AttachedFrontEnds: Codable, Hashable, Sendable {
     /// By kind, then pid; each as its latest presence said.
     public var frontEnds: [FrontEndPresence]

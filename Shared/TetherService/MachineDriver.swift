@@ -40,9 +40,11 @@ extension ContinuousClock: DriverClock {
 }
 
 /// Runs a machine: one input at a time, in the order they came, each input's actions carried
-/// out in order before the next input is decided; one timer, set to the machine's next
-/// deadline after each input. Cancelling ``run(_:perform:)`` ends it, and a job still waiting
-/// then fails with `CancellationError`.
+/// out in order before the next input is decided; one timer, for the machine's next
+/// deadline. A deadline moved later leaves the timer as it is: it fires at the earlier one,
+/// the machine finds nothing due, and the timer is set again; so an input that only moves a
+/// deadline (a renewal, a reply growing) costs no timer. Cancelling ``run(_:perform:)`` ends
+/// it, and a job still waiting then fails with `CancellationError`.
 ///
 /// Inputs are events (``send(_:)``) and jobs (``perform(_:)``): a job reads or changes the
 /// machine and may carry out I/O in between (commit a message, then feed the machine its
@@ -137,13 +139,17 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
                 }
             }
             await observe(machine)
-            // One timer, at the machine's next deadline.
-            let due = machine.nextDeadline
-            if due != timer?.due {
+            // One timer, at the machine's next deadline or before it.
+            switch (machine.nextDeadline, timer) {
+            case (let due?, let set?) where set.due <= due && clock.now < set.due:
+                // Still waiting, for the deadline or before it: it fires, what is due is done, it is set again.
+                break
+            case (let due?, _):
                 timer?.task.cancel()
-                timer = due.map { due in
-                    (due, Task { [clock] in if (try? await clock.wait(until: due)) != nil { self.send(Machine.timePassed) } })
-                }
+                timer = (due, Task { [clock] in if (try? await clock.wait(until: due)) != nil { self.send(Machine.timePassed) } })
+            case (nil, _):
+                // Nothing due: a timer still waiting fires once for nothing, rather than being woken to be cancelled.
+                break
             }
         }
         timer?.task.cancel()

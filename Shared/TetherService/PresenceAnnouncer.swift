@@ -6,23 +6,47 @@ import TetherSchema
 import Glibc
 #endif
 
-/// Announces a front end on the bus while it runs, so that connd knows one is attached:
-/// a presence every second, and one saying it leaves when it stops.
+/// Announces a front end on the bus while it runs, so that connd knows one is attached: a
+/// presence as it starts and then every ``renewal`` (seldom: an idle front end sleeps), and
+/// one saying it leaves when it stops. A front end that crashes says nothing; connd counts
+/// it gone once three renewals did not come.
 public struct PresenceAnnouncer: Sendable {
+    /// The variable that sets the renewal in seconds, for the tests that kill a front end and
+    /// must not wait three of the usual renewals for connd to notice.
+    public static let renewalVariable = "TETHER_PRESENCE_RENEWAL"
+
     private let bus: any Bus
     private let frontEnd: String
     private let instance = UUID().uuidString.lowercased()
+    /// How often the presence is published again.
+    public let renewal: Duration
 
-    public init(bus: any Bus, frontEnd: String) {
+    /// `renewal` defaults to ``FrontEndPresence/renewal``, or the seconds `TETHER_PRESENCE_RENEWAL` says.
+    public init(bus: any Bus, frontEnd: String, renewal: Duration? = nil) {
         self.bus = bus
         self.frontEnd = frontEnd
+        let configured = ProcessInfo.processInfo.environment[Self.renewalVariable].flatMap(Int.init).map { Duration.seconds($0) }
+        self.renewal = renewal ?? configured ?? FrontEndPresence.renewal
     }
 
-    /// Publishes the presence every second until cancelled.
+    /// Publishes the presence, again every ``renewal``, and again whenever a subscriber to
+    /// presences arrives, until cancelled: the first may have gone out before this client's
+    /// connection to the proxy was up, and a connd that restarted knows no front end. Told by
+    /// the proxy (a subscription reaching this publisher), so it costs nothing while idle.
     public func run() async {
-        while !Task.isCancelled {
-            announce(.active)
-            try? await Task.sleep(for: .seconds(1))
+        let listeners = try? bus.subscriberPresence(for: .frontEndPresence)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    announce(.active)
+                    try? await Task.sleep(for: renewal)
+                }
+            }
+            if let listeners {
+                group.addTask {
+                    for await present in listeners where present { announce(.active) }
+                }
+            }
         }
     }
 
@@ -32,6 +56,8 @@ public struct PresenceAnnouncer: Sendable {
     }
 
     private func announce(_ state: FrontEndPresence.State) {
-        try? bus.publish(FrontEndPresence(frontEnd: frontEnd, instance: instance, pid: getpid(), state: state), on: .frontEndPresence)
+        let seconds = Int(renewal.components.seconds)
+        try? bus.publish(
+            FrontEndPresence(frontEnd: frontEnd, instance: instance, pid: getpid(), state: state, renewalSeconds: seconds), on: .frontEndPresence)
     }
 }

@@ -565,7 +565,7 @@ struct Bench {
 
     /// Fills a new transcript store with `entries` entries (messages and their replies,
     /// delivered), in transactions of 50,000; returns the newest entry's text.
-    private static func fillTranscript(at path: String, entries: Int) async throws -> String {
+    static func fillTranscript(at path: String, entries: Int) async throws -> String {
         let store = try TranscriptStore(path: path, maximumEntries: entries)
         let start = Date(timeIntervalSinceNow: -Double(entries))
         func entry(_ index: Int) -> TranscriptEntry {

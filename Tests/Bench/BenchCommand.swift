@@ -11,7 +11,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-bench",
         abstract: "Measures Tether against baselines measured in the same run and prints one table.",
-        subcommands: [Measure.self, BusProbe.self], defaultSubcommand: Measure.self)
+        subcommands: [Measure.self, FrontEnd.self, BusProbe.self], defaultSubcommand: Measure.self)
 }
 
 /// Every measurement, printed as one table.
@@ -49,12 +49,15 @@ struct Measure: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "Lengths in bytes of the replies whose bytes on the bus are measured.")
     var replyBytes = [1_000, 100_000, 1_000_000]
 
+    @OptionGroup var frontEnd: FrontEndOptions
+
     func run() async throws {
         let bench = Bench(
             settings: .init(
                 roundTrips: roundTrips, busMessages: busMessages, probeMessages: probeMessages, chunks: chunks, pacedChunks: pacedChunks,
                 transcriptEntries: transcriptEntries, frontEnds: frontEnds, idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
-        let table = try await bench.run()
+        var table = try await bench.run()
+        try await FrontEndBench(settings: frontEnd.settings(idleSeconds: idleSeconds)).measure(into: &table)
         print(table.markdown)
         if table.rows.contains(where: { $0.met == false }) {
             FileHandle.standardError.write(Data("bench: some figures miss their targets (marked \"missed\")\n".utf8))

@@ -27,7 +27,7 @@ struct MachineRig {
         let policy = ReconnectPolicy(backoff: Backoff(base: .seconds(1), cap: .seconds(30), jitter: 0), maxAttempts: maxAttempts, heartbeat: .seconds(10))
         machine = ConnectionManagerMachine(
             settings: settings, connection: ConnectionStateMachine(policy: policy, closeDeadline: .seconds(5), random: { 0 }),
-            frontEnds: FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(30)))
+            frontEnds: FrontEndTracker(idleSuspendAfter: .seconds(30)))
     }
 
     var state: ConnectionStateMachine.State { machine.connection.state }

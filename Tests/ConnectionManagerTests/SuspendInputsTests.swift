@@ -12,7 +12,7 @@ import TetherSchema
     private let start = ContinuousClock.now
 
     @Test func firstArrivalAndLastDepartureAreTheOnlyTurns() {
-        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(30))
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(30))
         #expect(tracker.observe(presence("a"), at: start) == [.attachedChanged([presence("a")]), .firstArrived])
         #expect(tracker.observe(presence("b"), at: start) == [.attachedChanged([presence("a"), presence("b")])])
         #expect(tracker.observe(presence("a"), at: start + .seconds(1)) == [], "a renewal is not an arrival")
@@ -23,7 +23,7 @@ import TetherSchema
     }
 
     @Test func aPresenceThatLapsesCountsAsLeaving() {
-        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(1))
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(1))
         _ = tracker.observe(presence("a"), at: start)
         _ = tracker.observe(presence("b"), at: start + .seconds(2))
         #expect(tracker.timePassed(at: start + .milliseconds(2900)) == [])
@@ -32,8 +32,34 @@ import TetherSchema
         #expect(tracker.nextDeadline == start + .milliseconds(6100), "the grace period runs from the lapse")
     }
 
+    @Test func eachPresenceLapsesAfterThreeOfItsOwnRenewals() {
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(30))
+        let seldom = FrontEndPresence(frontEnd: "tether", instance: "a", pid: 1, state: .active, renewalSeconds: 30)
+        let everySecond = presence("b", frontEnd: "example-python")
+        _ = tracker.observe(seldom, at: start)
+        _ = tracker.observe(everySecond, at: start)
+        #expect(tracker.nextDeadline == start + .seconds(3), "b says nothing of its renewal: every second, as front ends did before")
+        #expect(tracker.timePassed(at: start + .seconds(3)) == [.attachedChanged([seldom])])
+        #expect(tracker.nextDeadline == start + .seconds(90), "a renews every 30 s: nothing is due before three are missed")
+        _ = tracker.observe(seldom, at: start + .seconds(30))
+        #expect(tracker.nextDeadline == start + .seconds(120))
+        #expect(tracker.timePassed(at: start + .seconds(119)) == [])
+        #expect(tracker.timePassed(at: start + .seconds(120)) == [.attachedChanged([]), .graceStarted(.seconds(30))], "a crashed")
+    }
+
+    @Test func aRenewalSaidIsTakenWithinBounds() {
+        func lapse(_ seconds: Int?) -> Duration {
+            FrontEndPresence(frontEnd: "x", instance: "x", pid: 1, state: .active, renewalSeconds: seconds).lapsesAfter
+        }
+        #expect(lapse(nil) == .seconds(3))
+        #expect(lapse(0) == .seconds(3), "not gone at once")
+        #expect(lapse(-5) == .seconds(3))
+        #expect(lapse(30) == .seconds(90))
+        #expect(lapse(1_000_000) == .seconds(900), "not present for ever")
+    }
+
     @Test func theGracePeriodEndsInASuspendUnlessAFrontEndComesBack() {
-        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(1))
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(1))
         _ = tracker.observe(presence("a"), at: start)
         _ = tracker.observe(presence("a", .leaving), at: start + .seconds(1))
         #expect(tracker.nextDeadline == start + .seconds(2))
@@ -50,14 +76,14 @@ import TetherSchema
     }
 
     @Test func withoutAGracePeriodTheLastLeavingSuspendsNothing() {
-        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: nil)
+        var tracker = FrontEndTracker(idleSuspendAfter: nil)
         _ = tracker.observe(presence("a"), at: start)
         #expect(tracker.observe(presence("a", .leaving), at: start + .seconds(1)) == [.attachedChanged([])])
         #expect(tracker.nextDeadline == nil)
     }
 
     @Test func theNextDeadlineIsDueOnlyWhileAFrontEndIsAttachedOrTheGracePeriodRuns() {
-        var tracker = FrontEndTracker(timeout: .seconds(3), idleSuspendAfter: .seconds(30))
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(30))
         #expect(tracker.nextDeadline == nil, "nothing is due with no front end")
         _ = tracker.observe(presence("b", frontEnd: "web"), at: start)
         _ = tracker.observe(presence("a"), at: start + .seconds(1))

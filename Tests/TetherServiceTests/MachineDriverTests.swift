@@ -48,6 +48,9 @@ import TetherTesting
         /// How many waits are under way.
         var waiting: Int { state.withLock { $0.sleepers.count } }
 
+        /// How many waits were begun.
+        var begun: Int { state.withLock { $0.next } }
+
         func wait(until deadline: Int) async throws {
             let id = state.withLock { state in
                 state.next += 1
@@ -116,10 +119,14 @@ import TetherTesting
         #expect(await eventually { said.all == ["due 30, at 50"] }, "\(said.all)")
         #expect(await eventually { clock.waiting == 0 }, "the timer for 100 was left waiting")
         driver.send(.due(200))
-        driver.send(.due(300))  // later: the timer for 200 goes
         _ = try await driver.perform { _ in }
         #expect(await eventually { clock.waiting == 1 })
+        let begun = clock.begun
+        driver.send(.due(300))  // later: the timer for 200 stays, and is not woken to be replaced
+        _ = try await driver.perform { _ in }
+        #expect(clock.waiting == 1 && clock.begun == begun, "a deadline moved later started a wait of its own")
         clock.advance(to: 250)
+        #expect(await eventually { clock.begun == begun + 1 }, "the timer for 200 fired and was set for 300")
         _ = try await driver.perform { _ in }
         #expect(said.all == ["due 30, at 50"], "a deadline moved later fired at the old one")
         clock.advance(to: 300)

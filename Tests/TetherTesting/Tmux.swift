@@ -50,6 +50,15 @@ public final class Tmux {
         try run(["send-keys", "-t", session, "-l", text])
     }
 
+    /// Pastes `text` as a terminal pastes it: written to the program at once, through a tmux
+    /// buffer (a command line of its own would be too long for a large paste).
+    public func paste(_ text: String) throws {
+        let file = directory + "/tmux-paste.txt"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        try run(["load-buffer", "-b", "paste", file])
+        try run(["paste-buffer", "-d", "-b", "paste", "-t", session])
+    }
+
     /// Presses keys by tmux's names: `Enter`, `Escape`, `C-z`, `PageUp`.
     public func press(_ keys: String...) throws {
         try run(["send-keys", "-t", session] + keys)

@@ -3,6 +3,7 @@ import Logging
 import Testing
 import TetherBus
 import TetherSchema
+import TetherService
 import TetherTesting
 import TetherWire
 
@@ -110,8 +111,11 @@ import TetherWire
             )
             throw error
         }
-        let instance = present.decode(FrontEndPresence.self)?.instance
-        try await Task.sleep(for: .milliseconds(1500))
+        let announced = present.decode(FrontEndPresence.self)
+        let instance = announced?.instance
+        #expect(announced?.renewalSeconds == 30, "renewed seldom: \(String(describing: announced))")
+        // Longer than a presence renewed every second would last (3 s): it renews every 30 s, and lasts three of them.
+        try await Task.sleep(for: .seconds(4))
         #expect(await states.latest?.phase == .connected, "suspended while a front end was attached")
         let left = ContinuousClock.now
         watch.signal(SIGTERM)
@@ -126,7 +130,10 @@ import TetherWire
 
         // A front end comes back: the connection resumes by itself.
         let arrived = ContinuousClock.now
-        let second = try ChildProcess(Programs.path("tether"), ["watch", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "watch-2")
+        // It renews its presence every second, so that its crash is noticed in 3 s rather than 90.
+        let second = try ChildProcess(
+            Programs.path("tether"), ["watch", "--run-dir", set.run.path], environment: [PresenceAnnouncer.renewalVariable: "1"],
+            outputDirectory: set.run.path, name: "watch-2")
         defer { second.stop() }
         let resumed = try await states.waitFor(since: arrived) { $0.phase == .connected }
         #expect(resumed.value.epoch == first.epoch + 1)
@@ -138,7 +145,7 @@ import TetherWire
         second.signal(SIGKILL)
         let lapsed = try await states.waitFor(timeout: .seconds(15), since: killed) { $0.phase == .suspended }
         #expect(lapsed.value.suspendReason == .idle)
-        print("front end killed: suspended \(killed.duration(to: lapsed.receivedAt)) later (presence timeout 3 s + grace 1 s)")
+        print("front end killed: suspended \(killed.duration(to: lapsed.receivedAt)) later (three missed renewals of 1 s + grace 1 s)")
 
         // A command suspend is not undone by a front end arriving.
         #expect(try set.tether(["resume"]).status == 0)

@@ -46,8 +46,9 @@ public enum LogindBus: Sendable, Equatable {
 
 /// Which front ends are attached, from their presence messages, and the idle suspend that
 /// follows them: the first to arrive resumes an idle suspend; when the last is gone (it
-/// left, or its presence lapsed) for the grace period, the connection is suspended. Time is
-/// passed in: the service wakes it at ``nextDeadline`` and carries its actions out.
+/// left, or its presence lapsed: ``FrontEndPresence/lapsesAfter``, each by its own renewal)
+/// for the grace period, the connection is suspended. Time is passed in: the service wakes
+/// it at ``nextDeadline`` and carries its actions out.
 struct FrontEndTracker {
     enum Action: Equatable {
         /// The front ends attached changed (retained on `frontend.attached`).
@@ -60,17 +61,14 @@ struct FrontEndTracker {
         case graceElapsed
     }
 
-    private var seen: [String: (presence: FrontEndPresence, at: ContinuousClock.Instant)] = [:]
-    private let timeout: Duration
+    /// Each front end's latest presence, and when it lapses unless renewed.
+    private var seen: [String: (presence: FrontEndPresence, lapses: ContinuousClock.Instant)] = [:]
     private let idleSuspendAfter: Duration?
     /// When the grace period after the last front end left ends.
     private var graceEnds: ContinuousClock.Instant?
 
-    /// - Parameters:
-    ///   - timeout: how long a presence lasts unless renewed.
-    ///   - idleSuspendAfter: the grace period; nil never suspends.
-    init(timeout: Duration = FrontEndPresence.timeout, idleSuspendAfter: Duration?) {
-        self.timeout = timeout
+    /// - Parameter idleSuspendAfter: the grace period; nil never suspends.
+    init(idleSuspendAfter: Duration?) {
         self.idleSuspendAfter = idleSuspendAfter
     }
 
@@ -82,16 +80,16 @@ struct FrontEndTracker {
         seen.values.map(\.presence).sorted { ($0.frontEnd, $0.pid, $0.instance) < ($1.frontEnd, $1.pid, $1.instance) }
     }
 
-    /// When ``timePassed(at:)`` is next due: the oldest presence lapsing unless renewed, or
+    /// When ``timePassed(at:)`` is next due: the first presence lapsing unless renewed, or
     /// the grace period ending. Nil while nothing is due: no front end, no grace period.
     var nextDeadline: ContinuousClock.Instant? {
-        (seen.values.map { $0.at + timeout } + [graceEnds].compactMap { $0 }).min()
+        (seen.values.map(\.lapses) + [graceEnds].compactMap { $0 }).min()
     }
 
     mutating func observe(_ presence: FrontEndPresence, at now: ContinuousClock.Instant) -> [Action] {
         let before = attached
         switch presence.state {
-        case .active: seen[presence.instance] = (presence, now)
+        case .active: seen[presence.instance] = (presence, now + presence.lapsesAfter)
         case .leaving: seen[presence.instance] = nil
         }
         return changed(from: before, at: now)
@@ -100,7 +98,7 @@ struct FrontEndTracker {
     /// Forgets the front ends whose presence lapsed, and ends the grace period if it is over.
     mutating func timePassed(at now: ContinuousClock.Instant) -> [Action] {
         let before = attached
-        seen = seen.filter { now - $0.value.at < timeout }
+        seen = seen.filter { now < $0.value.lapses }
         var actions = changed(from: before, at: now)
         if let ends = graceEnds, now >= ends {
             graceEnds = nil

@@ -50,6 +50,16 @@ public struct ScreenFrame: Sendable, Equatable {
     public var cursorColumn: Int
 }
 
+/// What a front end writes to the terminal for what changed since it last drew the screen.
+public enum ScreenUpdate: Sendable, Equatable {
+    /// Nothing changed.
+    case nothing
+    /// Only the input line changed (a key that edited it): the screen's last row, and the cursor's column in it.
+    case inputLine(ScreenRow, cursorColumn: Int)
+    /// The whole screen, to compare with what the terminal shows.
+    case frame(ScreenFrame)
+}
+
 /// The terminal UI's state as a value: the conversation (with replies growing in place),
 /// the bot's activity, the banner, the composer and the scroll position. Bus messages and
 /// keys go in; actions and frames come out. Nothing here touches the terminal.
@@ -83,6 +93,15 @@ public struct ChatScreen: Sendable {
     private let savedScreen: [String]
     /// Whether Ctrl-Z may stop the process: only a shell with job control can continue it.
     public let canSuspend: Bool
+    /// What changed since the screen was last drawn (``update(width:height:at:)``).
+    private var owed = Owed.everything
+
+    /// What the screen owes the terminal, least to most.
+    private enum Owed: Int, Comparable {
+        case nothing, inputLine, everything
+
+        static func < (left: Owed, right: Owed) -> Bool { left.rawValue < right.rawValue }
+    }
 
     /// Starts from snapd's first frame: the transcript, and the display as the user left it.
     /// Without `canSuspend`, Ctrl-Z says why it does nothing instead of suspending.
@@ -145,6 +164,7 @@ public struct ChatScreen: Sendable {
         default:
             return false
         }
+        owe(.everything)
         return true
     }
 
@@ -172,6 +192,7 @@ public struct ChatScreen: Sendable {
         streaming = frame.streaming
         shownSession = session
         scrollOffset = 0
+        owe(.everything)
         let held = heldWhileLoading
         heldWhileLoading = []
         for message in held { apply(message, at: .now) }
@@ -180,14 +201,17 @@ public struct ChatScreen: Sendable {
     /// Shows the gateway's sessions; a digit chooses one.
     public mutating func showSessions(_ reply: SessionsCommand.Reply) {
         guard !reply.sessions.isEmpty else {
-            notice = "the gateway lists no sessions: /session KEY chats in one by its key"
+            report("the gateway lists no sessions: /session KEY chats in one by its key")
             return
         }
         sessionChoices = Array(reply.sessions.prefix(9))
+        owe(.everything)
     }
 
     /// Applies a key; returns what the UI must do, if anything.
     public mutating func handle(_ key: Key, at now: ContinuousClock.Instant) -> ChatAction? {
+        // The notice and the list go with the key: then more than the input line changes.
+        if notice != nil || sessionChoices != nil { owe(.everything) }
         notice = nil
         if let choices = sessionChoices {
             sessionChoices = nil
@@ -201,10 +225,45 @@ public struct ChatScreen: Sendable {
             // "Connection lost — press r to reconnect": r reconnects when nothing is being typed.
             if character == "r", composer.isEmpty, banner.isFailed { return .reconnect }
             composer.insert(character)
+            owe(.inputLine)
         case .enter:
             guard let line = composer.submit() else { return nil }
             scrollOffset = 0
+            owe(.everything)
             return Self.command(in: line) ?? .send(line)
+        case .backspace, .delete, .left, .right, .home, .control("a"), .end, .control("e"), .up, .down:
+            edit(key)
+            owe(.inputLine)
+        case .pageUp:
+            scrollOffset += 10
+            owe(.everything)
+        case .pageDown:
+            scrollOffset = max(0, scrollOffset - 10)
+            owe(.everything)
+        case .escape:
+            banner.dismiss(at: now)
+            storage.hide()
+            owe(.everything)
+        case .control("r"): return .reconnect
+        case .control("x"): return .abort
+        case .control("p"): return .listSessions
+        case .control("z"):
+            guard canSuspend else {
+                report("Ctrl-Z does nothing here: tether was not started from a shell, so nothing could bring it back (Ctrl-C quits)")
+                return nil
+            }
+            return .suspend
+        case .control("c"): return .quit
+        case .control("d") where composer.isEmpty: return .quit
+        case .resize: owe(.everything)
+        case .control: break
+        }
+        return nil
+    }
+
+    /// Moves the cursor in the input line or edits it, for a key that does nothing else.
+    private mutating func edit(_ key: Key) {
+        switch key {
         case .backspace: composer.deleteBackward()
         case .delete: composer.deleteForward()
         case .left: composer.moveLeft()
@@ -213,25 +272,8 @@ public struct ChatScreen: Sendable {
         case .end, .control("e"): composer.moveToEnd()
         case .up: composer.recallOlder()
         case .down: composer.recallNewer()
-        case .pageUp: scrollOffset += 10
-        case .pageDown: scrollOffset = max(0, scrollOffset - 10)
-        case .escape:
-            banner.dismiss(at: now)
-            storage.hide()
-        case .control("r"): return .reconnect
-        case .control("x"): return .abort
-        case .control("p"): return .listSessions
-        case .control("z"):
-            guard canSuspend else {
-                notice = "Ctrl-Z does nothing here: tether was not started from a shell, so nothing could bring it back (Ctrl-C quits)"
-                return nil
-            }
-            return .suspend
-        case .control("c"): return .quit
-        case .control("d") where composer.isEmpty: return .quit
-        case .control, .resize: break
+        default: break
         }
-        return nil
     }
 
     /// `/session KEY` and `/sessions`, as OpenClaw's terminal UI reads them; nil for a message.
@@ -248,6 +290,17 @@ public struct ChatScreen: Sendable {
     /// Says something went wrong with what the user asked, until the next key.
     public mutating func report(_ problem: String) {
         notice = problem
+        owe(.everything)
+    }
+
+    /// The terminal no longer shows what was drawn (the process was stopped and continued),
+    /// or the screen changed by itself (``nextChange(after:)``): the next update is whole.
+    public mutating func invalidate() {
+        owe(.everything)
+    }
+
+    private mutating func owe(_ part: Owed) {
+        owed = max(owed, part)
     }
 
     // MARK: Output
@@ -256,6 +309,20 @@ public struct ChatScreen: Sendable {
     /// `now` draws it again then, and need not wake before. Nil: not until something happens.
     public func nextChange(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         banner.nextChange(after: now)
+    }
+
+    /// What to write for what changed since the last update, on a terminal of `width`
+    /// columns and `height` rows; the screen counts as drawn after it. A key that only edited
+    /// the input line costs that line, whatever the conversation holds.
+    public mutating func update(width: Int, height: Int, at now: ContinuousClock.Instant) -> ScreenUpdate {
+        defer { owed = .nothing }
+        switch owed {
+        case .nothing: return .nothing
+        case .inputLine:
+            let (row, column) = inputLine(width: max(10, width))
+            return .inputLine(row, cursorColumn: column)
+        case .everything: return .frame(render(width: width, height: height, at: now))
+        }
     }
 
     /// The screen for a terminal of `width` columns and `height` rows.
@@ -292,41 +359,57 @@ public struct ChatScreen: Sendable {
         rows.append(contentsOf: Array(repeating: ScreenRow(""), count: area - visible.count))
         rows.append(contentsOf: visible)
         rows.append(ScreenRow(TerminalText.fit(statusLine(scrolled: offset), width: width), .dim))
+        let (input, cursorColumn) = inputLine(width: width)
+        rows.append(input)
+        return ScreenFrame(rows: rows, cursorRow: rows.count - 1, cursorColumn: cursorColumn)
+    }
+
+    /// The input line, the prompt and as much of the composer as shows the cursor, and the
+    /// cursor's column: it costs the width, not the text's length.
+    private func inputLine(width: Int) -> (ScreenRow, Int) {
         let prompt = "> "
-        let (composerText, cursorColumn) = TerminalText.window(composer.text, cursor: composer.cursor, width: width - prompt.count)
-        rows.append(ScreenRow(prompt + composerText))
-        return ScreenFrame(rows: rows, cursorRow: rows.count - 1, cursorColumn: prompt.count + cursorColumn)
+        let (shown, cursorColumn) = TerminalText.window(composer.text, cursor: composer.cursor, width: width - prompt.count)
+        return (ScreenRow(prompt + shown), prompt.count + cursorColumn)
     }
 
     /// The conversation rows that fit in `rows` at the scroll position, and the offset used.
     private func visibleConversation(width: Int, rows: Int) -> ([ScreenRow], Int) {
-        let lines = conversationLines(width: width)
+        let lines = conversationLines(width: width, last: rows + scrollOffset)
         let offset = min(scrollOffset, max(0, lines.count - rows))
         let end = lines.count - offset
         return (Array(lines[max(0, end - rows)..<end]), offset)
     }
 
-    /// The lines of the conversation, wrapped to `width`: messages with their delivery marks,
-    /// then replies still streaming, growing in place.
-    func conversationLines(width: Int) -> [ScreenRow] {
+    /// The last `count` lines of the conversation wrapped to `width` (all of them when it
+    /// has fewer): messages with their delivery marks, then replies still streaming, growing
+    /// in place. Wrapped from the newest back to the first line needed, so that a frame costs
+    /// what it shows, not the length of the transcript.
+    func conversationLines(width: Int, last count: Int) -> [ScreenRow] {
         if transcript.entries.isEmpty && streaming.isEmpty {
-            return savedScreen.isEmpty ? [ScreenRow("No messages yet. Type one and press Enter.", .dim)] : savedScreen.map { ScreenRow($0) }
+            let lines = savedScreen.isEmpty ? [ScreenRow("No messages yet. Type one and press Enter.", .dim)] : savedScreen.map { ScreenRow($0) }
+            return Array(lines.suffix(count))
         }
-        var rows: [ScreenRow] = []
-        for entry in transcript.entries {
+        // Each entry's lines, newest entry first.
+        var blocks: [[ScreenRow]] = []
+        var gathered = 0
+        let name = bot?.botName ?? "Bot"
+        for progress in streaming.reversed() {
+            guard gathered < count else { break }
+            let from = progress.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
+            blocks.append(TerminalText.wrap("\(from)\(name): \(progress.text)▍", width: width).map { ScreenRow($0) })
+            gathered += blocks[blocks.count - 1].count
+        }
+        for entry in transcript.entries.reversed() {
+            guard gathered < count else { break }
             let style: ScreenRow.Style =
                 switch entry.status {
                 case .failed, .expired, .cancelled, .incomplete: .error
                 default: .plain
                 }
-            for line in TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width) { rows.append(ScreenRow(line, style)) }
+            blocks.append(TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width).map { ScreenRow($0, style) })
+            gathered += blocks[blocks.count - 1].count
         }
-        for progress in streaming {
-            let name = bot?.botName ?? "Bot"
-            let from = progress.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
-            for line in TerminalText.wrap("\(from)\(name): \(progress.text)▍", width: width) { rows.append(ScreenRow(line)) }
-        }
-        return rows
+        return Array(blocks.reversed().joined().suffix(count))
     }
 
     /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`, `openclaw-tui: hi` (another client's);

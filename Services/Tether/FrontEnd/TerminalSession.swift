@@ -165,14 +165,17 @@ public final class TerminalSession: Sendable {
         tether_tui_start(wake >= 0 ? 0 : 250)
         if wake >= 0 { tether_tui_announce_resizes(wake) }
         var nextChange: ContinuousClock.Instant?
+        var drawn = DrawnScreen()
         while true {
             var function: Int32 = 0
             let code = tether_tui_key(&function)
             guard Int(code) != TETHER_KEY_NONE else {
                 // Nothing more to read (a paste is read whole before it is drawn once).
                 let now = ContinuousClock.now
-                if dirty.exchange(false, ordering: .relaxed) || nextChange.map({ now >= $0 }) == true {
-                    draw(at: now)
+                let due = nextChange.map { now >= $0 } == true
+                if dirty.exchange(false, ordering: .relaxed) || due {
+                    if due { screen.withLock { $0.invalidate() } }
+                    draw(at: now, over: &drawn)
                     nextChange = screen.withLock { $0.nextChange(after: now) }
                 }
                 if wake >= 0 { tether_tui_wait(wake, Self.milliseconds(until: nextChange)) }
@@ -196,6 +199,8 @@ public final class TerminalSession: Sendable {
                 tether_tui_stop_process()
                 // Continued (fg): take the terminal back, draw the snapshot at once, reconnect.
                 tether_tui_resume()
+                drawn.forget()
+                screen.withLock { $0.invalidate() }
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
             case .send, .reconnect, .abort, .listSessions, .useSession:
@@ -212,14 +217,32 @@ public final class TerminalSession: Sendable {
         return Int32(min(Int64(Int32.max), seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
     }
 
-    private func draw(at now: ContinuousClock.Instant) {
+    /// Writes what changed since the last draw: the input line alone after keys that only
+    /// edited it, else the rows of the frame that differ from those `drawn`.
+    private func draw(at now: ContinuousClock.Instant, over drawn: inout DrawnScreen) {
         let rows = Int(tether_tui_rows())
         let columns = Int(tether_tui_columns())
-        let frame = screen.withLock { $0.render(width: columns, height: rows, at: now) }
-        for (index, row) in frame.rows.enumerated() where index < rows {
-            tether_tui_row(Int32(index), row.text, Self.style(row.style))
+        let update = screen.withLock { $0.update(width: columns, height: rows, at: now) }
+        let writes: [DrawnScreen.Write]
+        let cursor: (row: Int, column: Int)
+        switch update {
+        case .nothing:
+            return
+        case .inputLine(let row, let column):
+            if let write = drawn.inputLine(row, width: columns, height: rows) {
+                writes = [write]
+                cursor = (write.index, column)
+            } else {
+                let frame = screen.withLock { $0.render(width: columns, height: rows, at: now) }
+                writes = drawn.writes(for: frame, width: columns, height: rows)
+                cursor = (frame.cursorRow, frame.cursorColumn)
+            }
+        case .frame(let frame):
+            writes = drawn.writes(for: frame, width: columns, height: rows)
+            cursor = (frame.cursorRow, frame.cursorColumn)
         }
-        tether_tui_cursor(Int32(frame.cursorRow), Int32(frame.cursorColumn))
+        for write in writes { tether_tui_row(Int32(write.index), write.row.text, Self.style(write.row.style)) }
+        tether_tui_cursor(Int32(cursor.row), Int32(cursor.column))
         tether_tui_show()
     }
 
