@@ -23,7 +23,7 @@ final class BusEventLoop {
 
     struct LocalSubscription {
         var prefixes: [String]
-        var continuation: AsyncStream<BusMessage>.Continuation
+        var buffer: SubscriptionBuffer
     }
 
     struct Server {
@@ -52,17 +52,27 @@ final class BusEventLoop {
     /// and exits loses nothing.
     private let context = ZMQContext()
 
-    var publisher: ZMQSocket?
+    var publisher: ZMQSocket? {
+        didSet { pollSetIsCurrent = false }
+    }
     /// Reports the publisher's connection to the proxy dropping.
-    var publisherMonitor: ZMQSocket?
-    var subscriber: ZMQSocket?
+    var publisherMonitor: ZMQSocket? {
+        didSet { pollSetIsCurrent = false }
+    }
+    var subscriber: ZMQSocket? {
+        didSet { pollSetIsCurrent = false }
+    }
     /// Reports the subscriber's CURVE handshakes with a remote proxy.
-    var subscriberMonitor: ZMQSocket?
+    var subscriberMonitor: ZMQSocket? {
+        didSet { pollSetIsCurrent = false }
+    }
     var sequence: UInt64 = 0
     let processID = getpid()
     var subscriptions: [Int: LocalSubscription] = [:]
     private var prefixCounts: [String: Int] = [:]
-    var servers: [String: Server] = [:]
+    var servers: [String: Server] = [:] {
+        didSet { pollSetIsCurrent = false }
+    }
 
     /// The decisions of the commands sent, of subscription confirmations and of what the
     /// proxy asks for; what they decide is carried out below.
@@ -70,7 +80,9 @@ final class BusEventLoop {
     var probes: SubscriptionProbes
     var interest = UpstreamInterest()
     /// One socket for each endpoint commands were sent to, kept between requests.
-    var requestSockets: [String: ZMQSocket] = [:]
+    var requestSockets: [String: ZMQSocket] = [:] {
+        didSet { pollSetIsCurrent = false }
+    }
     /// Each waiting request's caller.
     var requestCallers: [Int: CheckedContinuation<Result<[[UInt8]], BusError>, Never>] = [:]
     /// The callers waiting for a subscription's confirmation.
@@ -133,46 +145,51 @@ final class BusEventLoop {
 
     // MARK: Polling
 
-    private func pollOnce() {
+    /// The poll items and what each stands for, kept between polls: rebuilt only when a
+    /// socket is opened or closed (each socket property says so), not at every wake.
+    private var pollItems: [zmq_pollitem_t] = []
+    private var pollWatched: [Watched] = []
+    private var pollSetIsCurrent = false
+    /// The operations taken from the mailbox at the last wake; its storage is reused.
+    private var operations: [BusOperation] = []
+
+    private func rebuildPollSet() {
         var watched: [Watched] = [.mailbox]
         var items = [zmq_pollitem_t(socket: nil, fd: mailbox.wakeDescriptor, events: Int16(ZMQ_POLLIN), revents: 0)]
-        // The monitor before the publisher: a drop of the old connection to the proxy must be
-        // handled before the subscriptions that come over the new one.
-        if let publisherMonitor {
-            watched.append(.publisherMonitor)
-            items.append(zmq_pollitem_t(socket: publisherMonitor.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
-        }
-        if let publisher {
-            watched.append(.publisher)
-            items.append(zmq_pollitem_t(socket: publisher.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
-        }
-        if let subscriberMonitor {
-            watched.append(.subscriberMonitor)
-            items.append(zmq_pollitem_t(socket: subscriberMonitor.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
-        }
-        if let subscriber {
-            watched.append(.subscriber)
-            items.append(zmq_pollitem_t(socket: subscriber.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
-        }
-        for (name, server) in servers {
-            watched.append(.server(name))
-            items.append(zmq_pollitem_t(socket: server.socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
-        }
-        for (endpoint, socket) in requestSockets {
-            watched.append(.requests(endpoint: endpoint))
+        func watch(_ socket: ZMQSocket?, as kind: Watched) {
+            guard let socket else { return }
+            watched.append(kind)
             items.append(zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
         }
+        // The monitor before the publisher: a drop of the old connection to the proxy must be
+        // handled before the subscriptions that come over the new one.
+        watch(publisherMonitor, as: .publisherMonitor)
+        watch(publisher, as: .publisher)
+        watch(subscriberMonitor, as: .subscriberMonitor)
+        watch(subscriber, as: .subscriber)
+        for (name, server) in servers { watch(server.socket, as: .server(name)) }
+        for (endpoint, socket) in requestSockets { watch(socket, as: .requests(endpoint: endpoint)) }
+        (pollItems, pollWatched, pollSetIsCurrent) = (items, watched, true)
+    }
 
-        let rc = zmq_poll(&items, Int32(items.count), pollTimeoutMilliseconds())
+    private func pollOnce() {
+        if !pollSetIsCurrent { rebuildPollSet() }
+        let rc = zmq_poll(&pollItems, Int32(pollItems.count), pollTimeoutMilliseconds())
         if rc < 0 {
             if zmq_errno() != EINTR {
                 logger.error("zmq_poll failed", metadata: ["bus.error": "\(zmqError("zmq_poll"))"])
             }
             return
         }
-        for (index, item) in items.enumerated() where item.revents & Int16(ZMQ_POLLIN) != 0 {
-            switch watched[index] {
-            case .mailbox: handle(mailbox.drain())
+        // What is read below may open or close sockets: the poll set is rebuilt before the
+        // next poll, not during this one, whose items each name their socket (looked up again).
+        for index in pollItems.indices where pollItems[index].revents & Int16(ZMQ_POLLIN) != 0 {
+            switch pollWatched[index] {
+            case .mailbox:
+                mailbox.drain(into: &operations)
+                handle(operations)
+                // Emptied at once, keeping its storage: what it held (bodies, callers) is let go.
+                operations.removeAll(keepingCapacity: true)
             case .publisher: readSubscriptionRequests()
             case .publisherMonitor: readPublisherEvents()
             case .subscriber: readPublications()
@@ -185,7 +202,12 @@ final class BusEventLoop {
     }
 
     private func pollTimeoutMilliseconds() -> Int {
-        guard let next = [probes.nextDeadline, requests.nextDeadline].compactMap(\.self).min() else { return -1 }
+        let next: ContinuousClock.Instant?
+        switch (probes.nextDeadline, requests.nextDeadline) {
+        case (let probe?, let request?): next = min(probe, request)
+        case (let probe, let request): next = probe ?? request
+        }
+        guard let next else { return -1 }
         let remaining = clock.now.duration(to: next)
         let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
         return Int(max(0, milliseconds + 1))
@@ -201,8 +223,8 @@ final class BusEventLoop {
                 publish(topic: topic, body: body, replay: false)
             case .publishRaw(let frames):
                 send(frames)
-            case .subscribe(let id, let prefixes, let continuation, let confirmation, let timeout):
-                subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout)
+            case .subscribe(let id, let prefixes, let buffer, let confirmation, let timeout):
+                subscribe(id: id, prefixes: prefixes, buffer: buffer, confirmation: confirmation, timeout: timeout)
             case .unsubscribe(let id):
                 unsubscribe(id: id)
             case .watchPresence(let id, let topic, let continuation):
@@ -269,7 +291,7 @@ final class BusEventLoop {
     }
 
     private func subscribe(
-        id: Int, prefixes: [String], continuation: AsyncStream<BusMessage>.Continuation,
+        id: Int, prefixes: [String], buffer: SubscriptionBuffer,
         confirmation: CheckedContinuation<Result<Void, BusError>, Never>?, timeout: Duration
     ) {
         do {
@@ -278,7 +300,7 @@ final class BusEventLoop {
                 prefixCounts[prefix, default: 0] += 1
                 if prefixCounts[prefix] == 1 { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
             }
-            subscriptions[id] = LocalSubscription(prefixes: prefixes, continuation: continuation)
+            subscriptions[id] = LocalSubscription(prefixes: prefixes, buffer: buffer)
             if let confirmation {
                 confirmations[id] = confirmation
                 let topic = Topic.probePrefix + configuration.source + "." + UUID().uuidString.lowercased()
@@ -286,7 +308,7 @@ final class BusEventLoop {
             }
         } catch {
             confirmation?.resume(returning: .failure(error))
-            continuation.finish()
+            buffer.finish()
         }
     }
 
@@ -333,9 +355,9 @@ final class BusEventLoop {
     private func tearDown() {
         for operation in mailbox.close() {
             switch operation {
-            case .subscribe(_, _, let continuation, let confirmation, _):
+            case .subscribe(_, _, let buffer, let confirmation, _):
                 confirmation?.resume(returning: .failure(.closed))
-                continuation.finish()
+                buffer.finish()
             case .request(_, _, _, _, _, _, _, let continuation):
                 continuation.resume(returning: .failure(.closed))
             case .serve(_, _, let continuation, let ready):
@@ -351,7 +373,7 @@ final class BusEventLoop {
         }
         perform(probes.closeAll())
         for action in requests.closeAll() { perform(action) }
-        for subscription in subscriptions.values { subscription.continuation.finish() }
+        for subscription in subscriptions.values { subscription.buffer.finish() }
         for watcher in presenceWatchers.values { watcher.finish() }
         presenceWatchers.removeAll()
         for server in servers.values {

@@ -113,6 +113,43 @@ package final class ZMQSocket {
         }
     }
 
+    /// Receives one whole multipart message without blocking and hands `read` its first
+    /// `keep` frames where libzmq holds them, without copying, and how many frames it had
+    /// in all (those past `keep` are dropped unread); nil when none is waiting. The frames
+    /// are valid inside `read` only.
+    package func receive<Value>(
+        keeping keep: Int, _ read: (_ frames: UnsafeBufferPointer<UnsafeRawBufferPointer>, _ total: Int) -> Value
+    ) -> Result<Value, BusError>? {
+        // One slot more than is kept: the frames past `keep` go through it.
+        withUnsafeTemporaryAllocation(of: zmq_msg_t.self, capacity: keep + 1) { slots -> Result<Value, BusError>? in
+            let base = slots.baseAddress!
+            var total = 0
+            defer { for index in 0..<min(total, keep) { zmq_msg_close(base + index) } }
+            while true {
+                let slot = base + min(total, keep)
+                zmq_msg_init(slot)
+                if zmq_msg_recv(slot, handle, total == 0 ? ZMQ_DONTWAIT : 0) < 0 {
+                    let code = zmq_errno()
+                    zmq_msg_close(slot)
+                    if code == EAGAIN && total == 0 { return nil }
+                    if code == EINTR { continue }
+                    return .failure(.system(call: "zmq_msg_recv", errno: code, message: String(cString: zmq_strerror(code))))
+                }
+                let more = zmq_msg_more(slot) != 0
+                if total >= keep { zmq_msg_close(slot) }
+                total += 1
+                if !more { break }
+            }
+            let kept = min(total, keep)
+            return withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: max(1, kept)) { views in
+                for index in 0..<kept {
+                    views.initializeElement(at: index, to: UnsafeRawBufferPointer(start: zmq_msg_data(base + index), count: zmq_msg_size(base + index)))
+                }
+                return .success(read(UnsafeBufferPointer(rebasing: views[0..<kept]), total))
+            }
+        }
+    }
+
     package func close() {
         guard !isClosed else { return }
         isClosed = true
