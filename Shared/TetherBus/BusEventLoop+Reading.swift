@@ -58,11 +58,9 @@ extension BusEventLoop {
     }
 
     /// Reads every publication waiting, each straight from libzmq's frames into the
-    /// subscriptions it matches, and counts the batch once.
+    /// subscriptions it matches.
     func readPublications() {
         guard let subscriber else { return }
-        var batch = BusCounters()
-        defer { if batch.received > 0 || batch.droppedInAll > 0 { counters.update { $0.add(batch) } } }
         while let received = subscriber.receive(keeping: 3, Self.busMessage) {
             let message: BusMessage
             switch received {
@@ -70,14 +68,14 @@ extension BusEventLoop {
                 logger.warning("cannot receive from the bus", metadata: ["bus.error": "\(error)"])
                 return
             case .success(.failure(let dropped)):
-                batch.drop(dropped.kind)
+                uncounted.drop(dropped.kind)
                 logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(dropped.reason)", "bus.frames": "\(dropped.frames)"])
                 continue
             case .success(.success(let read)):
                 message = read
             }
             guard message.header.schema == BusSchema.version else {
-                batch.drop(BusDrop.unknownSchema)
+                uncounted.drop(BusDrop.unknownSchema)
                 logger.warning(
                     "dropped a bus message written with another schema version",
                     metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)", "bus.schema": "\(message.header.schema)"])
@@ -88,9 +86,9 @@ extension BusEventLoop {
             if message.topic.name.hasPrefix(Topic.probePrefix) {
                 perform(probes.probeArrived(topic: message.topic.name))
             }
-            batch.received += 1
+            uncounted.received += 1
             for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {
-                if subscription.buffer.deliver(message) == .droppedOldest { batch.drop(BusDrop.lagged) }
+                if subscription.buffer.deliver(message) == .droppedOldest { uncounted.drop(BusDrop.lagged) }
             }
         }
     }

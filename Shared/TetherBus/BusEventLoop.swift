@@ -67,6 +67,8 @@ final class BusEventLoop {
         didSet { pollSetIsCurrent = false }
     }
     var sequence: UInt64 = 0
+    /// What this wake published, received and dropped, not yet in ``counters``.
+    var uncounted = BusCounters()
     let processID = getpid()
     var subscriptions: [Int: LocalSubscription] = [:]
     private var prefixCounts: [String: Int] = [:]
@@ -190,6 +192,7 @@ final class BusEventLoop {
     private func pollOnce() {
         if !pollSetIsCurrent { rebuildPollSet() }
         readSocketsThatMayHaveInput()
+        addUncounted()
         guard !shuttingDown else { return }
         let rc = poll(&pollDescriptors, nfds_t(pollDescriptors.count), Int32(clamping: pollTimeoutMilliseconds()))
         if rc < 0 {
@@ -200,7 +203,8 @@ final class BusEventLoop {
         }
         // What is read below may open or close sockets: the poll set is rebuilt before the
         // next poll, not during this one, whose items each name their socket (looked up again).
-        for index in pollDescriptors.indices where pollDescriptors[index].revents != 0 {
+        let polled = pollDescriptors
+        for index in polled.indices where polled[index].revents != 0 {
             read(pollWatched[index])
         }
         handleTimers()
@@ -213,7 +217,8 @@ final class BusEventLoop {
         var again = true
         while again {
             again = false
-            for index in pollSockets.indices where pollSockets[index]?.takeMayHaveInput() == true {
+            let sockets = pollSockets
+            for index in sockets.indices where sockets[index]?.takeMayHaveInput() == true {
                 read(pollWatched[index])
                 again = true
             }
@@ -296,18 +301,32 @@ final class BusEventLoop {
     func publish(topic: String, body: [UInt8], replay: Bool) {
         sequence += 1
         let header = BusHeader(source: configuration.source, pid: processID, sequence: sequence, timestamp: Date(), replay: replay)
-        send([Array(topic.utf8), header.jsonBytes(), body])
+        guard let publisher else { return }
+        count { () throws(BusError) in try publisher.send(topic: topic, header: header.jsonBytes(), body: body) }
     }
 
     func send(_ frames: [[UInt8]]) {
         guard let publisher else { return }
+        count { () throws(BusError) in try publisher.send(frames) }
+    }
+
+    /// Counts a message published, or refused, in this wake's counts.
+    private func count(_ sending: () throws(BusError) -> Bool) {
         do {
-            let sent = try publisher.send(frames)
-            counters.update { sent ? ($0.published += 1) : $0.drop(BusDrop.publishRefused) }
+            if try sending() { uncounted.published += 1 } else { uncounted.drop(BusDrop.publishRefused) }
         } catch {
-            counters.update { $0.drop(BusDrop.publishRefused) }
+            uncounted.drop(BusDrop.publishRefused)
             logger.warning("cannot publish", metadata: ["bus.error": "\(error)"])
         }
+    }
+
+    /// Adds what this wake counted to the client's counters: under their lock once a wake,
+    /// not once a message.
+    private func addUncounted() {
+        guard uncounted.published > 0 || uncounted.received > 0 || uncounted.droppedInAll > 0 else { return }
+        let counted = uncounted
+        uncounted = BusCounters()
+        counters.update { $0.add(counted) }
     }
 
     private func subscriberSocket() throws(BusError) -> ZMQSocket {

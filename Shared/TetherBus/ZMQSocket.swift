@@ -117,6 +117,21 @@ package final class ZMQSocket {
         return true
     }
 
+    /// Sends a bus message, its topic, header and body, without blocking and without
+    /// gathering them in an array first; false when the socket cannot take it now.
+    package func send(topic: String, header: [UInt8], body: [UInt8]) throws(BusError) -> Bool {
+        mayHaveInput = true
+        var topic = topic
+        guard topic.withUTF8({ zmq_send(handle, $0.baseAddress, $0.count, ZMQ_DONTWAIT | ZMQ_SNDMORE) }) >= 0 else {
+            if zmq_errno() == EAGAIN { return false }
+            throw zmqError("zmq_send")
+        }
+        guard header.withUnsafeBytes({ zmq_send(handle, $0.baseAddress, $0.count, ZMQ_DONTWAIT | ZMQ_SNDMORE) }) >= 0,
+            body.withUnsafeBytes({ zmq_send(handle, $0.baseAddress, $0.count, ZMQ_DONTWAIT) }) >= 0
+        else { throw zmqError("zmq_send") }
+        return true
+    }
+
     /// Receives one whole multipart message without blocking; nil when none is waiting.
     package func receive() throws(BusError) -> [[UInt8]]? {
         var frames: [[UInt8]] = []
