@@ -22,7 +22,7 @@ import TetherSchema
     @Test func messagesQueuedAndHandedToAWaitingReaderArriveInOrder() async {
         let buffer = SubscriptionBuffer(limit: 10) {}
         let subscription = BusSubscription(buffer)
-        for sequence in 1...3 { #expect(buffer.deliver(Self.message(sequence)) == .delivered) }
+        for sequence: UInt64 in 1...3 { #expect(buffer.deliver(Self.message(sequence)) == .delivered) }
         let reading = Task {
             var sequences: [UInt64] = []
             for await message in subscription {
