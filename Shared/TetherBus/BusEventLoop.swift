@@ -192,6 +192,8 @@ final class BusEventLoop {
     private func pollOnce() {
         if !pollSetIsCurrent { rebuildPollSet() }
         readSocketsThatMayHaveInput()
+        // What that read may have opened is waited on too.
+        if !pollSetIsCurrent { rebuildPollSet() }
         addUncounted()
         guard !shuttingDown else { return }
         let rc = poll(&pollDescriptors, nfds_t(pollDescriptors.count), Int32(clamping: pollTimeoutMilliseconds()))
