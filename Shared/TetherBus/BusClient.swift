@@ -114,28 +114,24 @@ public final class BusClient: Sendable {
         timeout: Duration = .seconds(5)
     ) async throws(BusError) -> BusSubscription {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        let (stream, continuation) = AsyncStream<BusMessage>.makeStream(bufferingPolicy: .bufferingNewest(65_536))
         let mailbox = self.mailbox
-        continuation.onTermination = { _ in
-            mailbox.post(.unsubscribe(id: id))
-        }
+        let buffer = SubscriptionBuffer(limit: 65_536) { mailbox.post(.unsubscribe(id: id)) }
         if confirm {
             let result: Result<Void, BusError> = await withTaskCancellationHandler {
                 await withCheckedContinuation { confirmation in
                     guard !Task.isCancelled else { return confirmation.resume(returning: .failure(.cancelled)) }
-                    let posted = mailbox.post(
-                        .subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: confirmation, timeout: timeout))
+                    let posted = mailbox.post(.subscribe(id: id, prefixes: prefixes, buffer: buffer, confirmation: confirmation, timeout: timeout))
                     if !posted { confirmation.resume(returning: .failure(.closed)) }
                 }
             } onCancel: {
                 mailbox.post(.cancelConfirmation(id: id))
             }
-            if case .failure = result { continuation.finish() }
+            if case .failure = result { buffer.finish() }
             try result.get()
         } else {
-            try post(.subscribe(id: id, prefixes: prefixes, continuation: continuation, confirmation: nil, timeout: timeout))
+            try post(.subscribe(id: id, prefixes: prefixes, buffer: buffer, confirmation: nil, timeout: timeout))
         }
-        return BusSubscription(stream: stream)
+        return BusSubscription(buffer)
     }
 
     /// Returns once a probe has made the round trip through the proxy, which shows this
@@ -277,26 +273,12 @@ public final class BusClient: Sendable {
     }
 }
 
-/// The messages of one subscription.
-public struct BusSubscription: AsyncSequence, Sendable {
-    public typealias Element = BusMessage
-    let stream: AsyncStream<BusMessage>
-
-    package init(stream: AsyncStream<BusMessage>) {
-        self.stream = stream
-    }
-
-    public func makeAsyncIterator() -> AsyncStream<BusMessage>.AsyncIterator {
-        stream.makeAsyncIterator()
-    }
-}
-
 /// Work for the socket-owning thread.
 enum BusOperation: Sendable {
     case publish(topic: String, body: [UInt8], retain: Bool)
     case publishRaw(frames: [[UInt8]])
     case subscribe(
-        id: Int, prefixes: [String], continuation: AsyncStream<BusMessage>.Continuation,
+        id: Int, prefixes: [String], buffer: SubscriptionBuffer,
         confirmation: CheckedContinuation<Result<Void, BusError>, Never>?, timeout: Duration)
     case unsubscribe(id: Int)
     case watchPresence(id: Int, topic: String, continuation: AsyncStream<Bool>.Continuation)

@@ -9,6 +9,8 @@ extension BusEventLoop {
     // MARK: Timers
 
     func handleTimers() {
+        // Nothing waits on a deadline, as between commands: nothing to look at.
+        guard probes.count > 0 || requests.count > 0 else { return }
         let now = clock.now
         perform(probes.timePassed(now: now))
         for action in requests.timePassed(now: now) { perform(action) }

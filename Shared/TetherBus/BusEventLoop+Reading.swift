@@ -57,53 +57,58 @@ extension BusEventLoop {
         perform(probes.handshakeFailed(failure), endpoint: endpoint)
     }
 
+    /// Reads every publication waiting, each straight from libzmq's frames into the
+    /// subscriptions it matches.
     func readPublications() {
         guard let subscriber else { return }
-        while true {
-            let frames: [[UInt8]]
-            do {
-                guard let received = try subscriber.receive() else { return }
-                frames = received
-            } catch {
+        while let received = subscriber.receive(keeping: 3, Self.busMessage) {
+            let message: BusMessage
+            switch received {
+            case .failure(let error):
                 logger.warning("cannot receive from the bus", metadata: ["bus.error": "\(error)"])
                 return
+            case .success(.failure(let dropped)):
+                uncounted.drop(dropped.kind)
+                logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(dropped.reason)", "bus.frames": "\(dropped.frames)"])
+                continue
+            case .success(.success(let read)):
+                message = read
             }
-            guard let message = parse(frames) else { continue }
+            guard message.header.schema == BusSchema.version else {
+                uncounted.drop(BusDrop.unknownSchema)
+                logger.warning(
+                    "dropped a bus message written with another schema version",
+                    metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)", "bus.schema": "\(message.header.schema)"])
+                continue
+            }
             // A probe confirms our subscription if it is ours; it still goes to subscriptions
             // that match it (a tap subscribed to everything), so sequences there have no holes.
             if message.topic.name.hasPrefix(Topic.probePrefix) {
                 perform(probes.probeArrived(topic: message.topic.name))
             }
-            var lagged: UInt64 = 0
+            uncounted.received += 1
             for subscription in subscriptions.values where subscription.prefixes.contains(where: message.topic.matches(prefix:)) {
-                if case .dropped = subscription.continuation.yield(message) { lagged += 1 }
-            }
-            counters.update {
-                $0.received += 1
-                $0.drop(BusDrop.lagged, count: lagged)
+                if subscription.buffer.deliver(message) == .droppedOldest { uncounted.drop(BusDrop.lagged) }
             }
         }
     }
 
-    /// Checks a received multipart message; counts and drops anything that is not topic, header, body.
-    private func parse(_ frames: [[UInt8]]) -> BusMessage? {
-        let message: BusMessage
-        do {
-            message = try BusMessage(frames: frames)
-        } catch {
-            let kind = frames.count == 3 && frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed
-            counters.update { $0.drop(kind) }
-            logger.warning("dropped a malformed bus message", metadata: ["bus.reason": "\(error)", "bus.frames": "\(frames.count)"])
-            return nil
+    /// A received message that is not topic, header and body: how it is counted and why.
+    struct DroppedMessage: Error {
+        var kind: String
+        var reason: BusError
+        var frames: Int
+    }
+
+    /// Reads a publication's frames where libzmq holds them.
+    private static func busMessage(_ frames: UnsafeBufferPointer<UnsafeRawBufferPointer>, total: Int) -> Result<BusMessage, DroppedMessage> {
+        guard total == 3 else {
+            let reason = BusError.malformedMessage("expected 3 frames (topic, header, body), got \(total)")
+            return .failure(DroppedMessage(kind: BusDrop.malformed, reason: reason, frames: total))
         }
-        guard message.header.schema == BusSchema.version else {
-            counters.update { $0.drop(BusDrop.unknownSchema) }
-            logger.warning(
-                "dropped a bus message written with another schema version",
-                metadata: ["bus.topic": "\(message.topic)", "bus.source": "\(message.header.source)", "bus.schema": "\(message.header.schema)"])
-            return nil
+        return BusMessage.read(topic: frames[0], header: frames[1], body: frames[2]).mapError { reason in
+            DroppedMessage(kind: frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed, reason: reason, frames: total)
         }
-        return message
     }
 
     func readCommands(server name: String) {

@@ -47,14 +47,13 @@ final class Mailbox<Operation: Sendable>: Sendable {
         return posted
     }
 
-    /// Takes every waiting operation. Called by the owner when the eventfd is readable.
-    func drain() -> [Operation] {
+    /// Takes every waiting operation into `operations`, an empty array whose storage then
+    /// takes the next ones: the queue and the owner's batch trade places, and nothing is
+    /// allocated. Called by the owner when the eventfd is readable.
+    func drain(into operations: inout [Operation]) {
         var counter: UInt64 = 0
         _ = read(wakeDescriptor, &counter, MemoryLayout<UInt64>.size)
-        return state.withLock { state in
-            defer { state.operations.removeAll(keepingCapacity: true) }
-            return state.operations
-        }
+        state.withLock { swap(&$0.operations, &operations) }
     }
 
     /// Refuses further operations and returns those still waiting.

@@ -38,7 +38,7 @@ struct RequestTracker {
     var count: Int { pending.count }
 
     /// When the next attempt runs out, if any request waits.
-    var nextDeadline: ContinuousClock.Instant? { pending.values.map(\.deadline).min() }
+    var nextDeadline: ContinuousClock.Instant? { pending.isEmpty ? nil : pending.values.map(\.deadline).min() }
 
     /// A new request: its first attempt. `name` is the owner's endpoint name, for errors;
     /// `replyKey` the first frame of the reply that answers it.

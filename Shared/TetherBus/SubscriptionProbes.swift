@@ -49,7 +49,7 @@ struct SubscriptionProbes {
 
     /// When the next probe is due or the next confirmation runs out, if any waits.
     var nextDeadline: ContinuousClock.Instant? {
-        probes.values.map { min($0.nextSend, $0.deadline) }.min()
+        probes.isEmpty ? nil : probes.values.map { min($0.nextSend, $0.deadline) }.min()
     }
 
     /// Confirmation `id` of a new subscription, probed on `topic` (unique to it) until `timeout` has passed.

@@ -39,7 +39,13 @@ extension BusHeader {
 
     /// Reads a header written as JSON, as ``BusSchema/makeDecoder()`` would.
     public init(jsonBytes bytes: [UInt8]) throws {
-        if let header = bytes.withUnsafeBufferPointer(BusHeaderJSON.parse) {
+        self = try bytes.withUnsafeBytes { try BusHeader(jsonBytes: $0) }
+    }
+
+    /// Reads a header written as JSON where it lies (a frame in libzmq's buffer), as
+    /// ``BusSchema/makeDecoder()`` would.
+    public init(jsonBytes bytes: UnsafeRawBufferPointer) throws {
+        if let header = bytes.withMemoryRebound(to: UInt8.self, BusHeaderJSON.parse) {
             self = header
         } else {
             self = try BusSchema.decoder.decode(BusHeader.self, from: Data(bytes))

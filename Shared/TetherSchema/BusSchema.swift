@@ -162,7 +162,7 @@ extension Topic {
     public static let snapshotSaved: Topic = "snap.saved"
     /// Retained. The state of a program's files: a full disk, damaged databases set aside. Owners: tether-protod, tether-snapd. Body: ``StorageReport``.
     public static let storage: Topic = "storage"
-    /// Retained. A program is alive: as it starts, within a second of a change, and every 10 s. Every program. Body: ``Heartbeat``.
+    /// Retained. A program is alive: as it starts, within a second of a change, and every 30 s. Every program. Body: ``Heartbeat``.
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Retained. The approvals the gateway waits for (OpenClaw), and what last changed. Owner: tether-protod. Body: ``ApprovalsUpdate``.
     public static let approvals: Topic = "approvals"

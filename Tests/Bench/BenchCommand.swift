@@ -80,13 +80,16 @@ struct BusProbe: AsyncParsableCommand {
     @Flag(help: "Plain libzmq sockets instead of Tether's bus client.")
     var raw = false
 
+    @Flag(help: "The body through Foundation's JSONEncoder and JSONDecoder instead of written and read directly.")
+    var foundationCoders = false
+
     func run() async throws {
         let runDirectory = RunDirectory(path: runDir)
         if raw {
             _ = try await RawBus.latency(
                 busIn: try runDirectory.endpoint(Endpoints.busIn), busOut: try runDirectory.endpoint(Endpoints.busOut), count: messages, warmup: 0)
         } else {
-            _ = try await BusLatency.measure(runDirectory: runDirectory, count: messages, warmup: 0)
+            _ = try await BusLatency.measure(runDirectory: runDirectory, count: messages, warmup: 0, foundationCoders: foundationCoders)
         }
     }
 }

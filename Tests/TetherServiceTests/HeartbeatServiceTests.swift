@@ -28,7 +28,7 @@ import TetherTesting
         #expect(first.header.replay, "the first beat a late subscriber sees is the retained one")
         print("retained heartbeat \(subscribed.duration(to: first.receivedAt)) after subscribing")
 
-        // Idle: nothing more for 3 s (the interval is 10 s).
+        // Idle: nothing more for 3 s (the interval is 30 s).
         try await Task.sleep(for: .seconds(3))
         // (The proxy beats too: only this program's beats count.)
         let idle = await beats.entries.filter { $0.value.program == "beating" }

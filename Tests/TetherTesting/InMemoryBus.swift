@@ -11,7 +11,7 @@ public import TetherSchema
 public final class InMemoryBus: Sendable {
     private struct Subscription {
         var prefixes: [String]
-        var continuation: AsyncStream<BusMessage>.Continuation
+        var buffer: SubscriptionBuffer
     }
 
     private struct Presence {
@@ -121,26 +121,26 @@ public final class InMemoryBus: Sendable {
             if retain { state.retained[topic.name] = (header, body) }
             let message = BusMessage(topic: topic, header: header, body: body)
             for subscription in state.subscriptions.values where subscription.prefixes.contains(where: topic.name.hasPrefix) {
-                subscription.continuation.yield(message)
+                subscription.buffer.deliver(message)
             }
         }
     }
 
     private func subscribe(_ prefixes: [String]) -> BusSubscription {
-        let (stream, continuation) = AsyncStream<BusMessage>.makeStream()
-        state.withLock { state in
+        let buffer: SubscriptionBuffer = state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.subscriptions[id] = Subscription(prefixes: prefixes, continuation: continuation)
-            continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+            let buffer = SubscriptionBuffer(limit: .max) { [weak self] in self?.unsubscribe(id) }
+            state.subscriptions[id] = Subscription(prefixes: prefixes, buffer: buffer)
             for (topic, value) in state.retained.sorted(by: { $0.key < $1.key }) where prefixes.contains(where: topic.hasPrefix) {
                 var header = value.header
                 header.replay = true
-                continuation.yield(BusMessage(topic: Topic(topic), header: header, body: value.body))
+                buffer.deliver(BusMessage(topic: Topic(topic), header: header, body: value.body))
             }
             Self.updatePresences(&state)
+            return buffer
         }
-        return BusSubscription(stream: stream)
+        return BusSubscription(buffer)
     }
 
     private func unsubscribe(_ id: Int) {

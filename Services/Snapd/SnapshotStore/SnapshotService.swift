@@ -16,7 +16,7 @@ public struct SnapshotService: Service {
     private let logger: Logger
 
     /// protod's journal is asked for the changes snapd missed at start, whenever a revision is
-    /// skipped, and at each of protod's heartbeats (every 10 s when nothing happens, within a
+    /// skipped, and at each of protod's heartbeats (every 30 s when nothing happens, within a
     /// second of a change): a change whose message was lost with nothing after it is caught up
     /// by then, and nothing wakes snapd on a timer of its own.
     /// - Parameters:
