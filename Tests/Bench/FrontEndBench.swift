@@ -99,7 +99,7 @@ struct FrontEndBench {
             BenchRow(
                 measurement:
                     "idle \(settings.idleSeconds) s, the whole set with the terminal UI showing \(formatCount(Double(settings.storedEntries))) stored entries: CPU a minute (the terminal UI's own); proportional memory (Pss summed)",
-                tether: String(format: "%.3f s (%.3f s); %.1f MB", totalCPU, uiCPU, proportional) + " — "
+                tether: String(format: "%.3f s (%.3f s); %.1f MB", totalCPU, uiCPU, proportional) + "; by program: "
                     + cpu.map { "\($0.0) \(String(format: "%.3f", $0.1))" }.joined(separator: ", "),
                 baseline: "OpenClaw's terminal UI: 0.00 s", target: "≤ 0.05 s; ≤ 60 MB", met: totalCPU <= 0.05 && proportional <= 60))
     }
@@ -160,7 +160,7 @@ struct FrontEndBench {
             BenchRow(
                 measurement:
                     "a streamed reply of \(settings.replyWords) words at the development bot's pace, sent to shown whole in the terminal UI: the whole set's CPU (the development gateway left out)",
-                tether: String(format: "%.3f s", total) + " in \(formatMilliseconds(elapsed.seconds * 1000)) — "
+                tether: String(format: "%.3f s", total) + " in \(formatMilliseconds(elapsed.seconds * 1000)); by program: "
                     + cpu.map { "\($0.0) \(String(format: "%.3f", $0.1))" }.joined(separator: ", "),
                 baseline: "OpenClaw's terminal UI: 0.06–0.08 s", target: "≤ 0.08 s", met: total <= 0.08))
     }

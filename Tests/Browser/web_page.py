@@ -229,9 +229,15 @@ def check_keyboard_dark_scheme_and_zoom(driver):
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 500, "height": 400, "deviceScaleFactor": 2, "mobile": False})
     driver.execute_script("document.body.style.zoom = '200%'")
     sideways = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    # What sticks out, when something does: the elements whose right edge is past the window's.
+    wide = driver.execute_script("""
+        const right = document.documentElement.clientWidth;
+        return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > right + 1)
+            .slice(0, 5).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '')
+                + ' ' + Math.round(e.getBoundingClientRect().right) + ': ' + (e.textContent || '').slice(0, 60))""") if sideways > 1 else []
     driver.execute_script("document.body.style.zoom = ''")
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    assert sideways <= 1, f"at 200% the page scrolls sideways by {sideways} px"
+    assert sideways <= 1, f"at 200% the page scrolls sideways by {sideways} px: {wide}"
     return f"Tab reaches {', '.join(dict.fromkeys(reached))}; dark background {dark}; no sideways scrolling at 200%"
 
 
@@ -354,7 +360,7 @@ def check_oversized_messages_are_refused_in_words(driver):
     set_composer(driver, "y" * (300 << 10))
     press_enter(driver)
     delivered(driver, "yyyy", 60)
-    assert text_of(driver, "size-note") == "", "the note stayed after the composer emptied"
+    wait(lambda: text_of(driver, "size-note") == "", 10, "the note gone once the composer emptied")
     send_and_await_delivery(driver, "small after the large ones")
     assert not tether_web_banners(driver), f"the page lost tether-web: {tether_web_banners(driver)}"
     return f"2 MiB refused: {refused!r}; 1 MiB draft: {note!r}; 300 KiB delivered; then a small message"

@@ -579,6 +579,7 @@ form.addEventListener("submit", (event) => {
   if (words) { notice.textContent = "Not sent: " + words; return; }
   notice.textContent = "";
   input.value = "";
+  checkComposer();
   send(content);
   saveDraft();
 });
