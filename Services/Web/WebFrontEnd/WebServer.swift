@@ -52,11 +52,11 @@ public enum WebServer {
         let style = try asset("app.css")
         let icon = try asset("icon.svg")
         let recovery = try asset("recover.js")
-        let port = Mutex(configuration.port)
-        let access: @Sendable () -> WebAccess = {
-            WebAccess(token: configuration.token, hosts: WebAccess.hosts(listeningOn: configuration.host, port: port.withLock { $0 }))
-        }
-        let pagePath = WebAccess.pagePath(for: configuration.token)
+        // Made once (its page path and key are hashes of the token), and again when the port
+        // bound is learnt (port 0 asks for any): not for every request.
+        let current = Mutex(WebAccess(token: configuration.token, hosts: WebAccess.hosts(listeningOn: configuration.host, port: configuration.port)))
+        let access: @Sendable () -> WebAccess = { current.withLock { $0 } }
+        let pagePath = access().pagePath
         let renderer = PageRenderer(pagePath: pagePath, pageKey: access().pageKey)
         let limits = PageLimits.standard
 
@@ -122,7 +122,9 @@ public enum WebServer {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? configuration.port
-                port.withLock { $0 = bound }
+                if bound != configuration.port {
+                    current.withLock { $0 = WebAccess(token: configuration.token, hosts: WebAccess.hosts(listeningOn: configuration.host, port: bound)) }
+                }
                 let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
                 let url = "http://\(host):\(bound)/"
                 logger.notice("tether-web listening: open the URL `tether web` prints", metadata: ["web.url": "\(url)"])
