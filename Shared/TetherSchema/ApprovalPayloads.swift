@@ -108,7 +108,7 @@ public struct ApprovalEnded: Codable, Hashable, Sendable {
                 case nil: "answered"
                 }
             return answer + (by.map { " by \($0)" } ?? "")
-        case .expired: return "expired unanswered: the gateway did not run it"
+        case .expired: return "expired unanswered: the gateway went on without an answer, by its own policy (which usually does not run it)"
         case .gone: return "no longer waiting at the gateway (answered elsewhere, or the gateway restarted)"
         }
     }
