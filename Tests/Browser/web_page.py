@@ -226,6 +226,11 @@ def check_keyboard_dark_scheme_and_zoom(driver):
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
     light = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
     assert dark != light, f"the same background in both schemes: {dark}"
+    # The longest mark the page writes (a reply cut off, with the gateway's reason) must wrap too,
+    # whether or not an earlier check left one in the conversation.
+    driver.execute_script("""
+        const mark = document.querySelector('.conversation .mark');
+        if (mark) mark.textContent = '✗ cut off: the gateway lost the rest of the reply (it restarted while the reply was being written)';""")
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 500, "height": 400, "deviceScaleFactor": 2, "mobile": False})
     driver.execute_script("document.body.style.zoom = '200%'")
     sideways = driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
