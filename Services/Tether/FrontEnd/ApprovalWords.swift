@@ -32,7 +32,11 @@ public enum ApprovalWords {
 
     /// "29 min left", "40 s left", "expiring".
     static func timeLeft(until deadline: Date, now: Date) -> String {
-        let seconds = Int(deadline.timeIntervalSince(now).rounded(.down))
+        timeLeft(seconds: deadline.timeIntervalSince(now))
+    }
+
+    static func timeLeft(seconds left: Double) -> String {
+        let seconds = Int(left.rounded(.down))
         if seconds <= 0 { return "expiring" }
         if seconds < 120 { return "\(seconds) s left" }
         return "\(seconds / 60) min left"

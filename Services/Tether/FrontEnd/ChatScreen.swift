@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import TetherBus
 public import TetherSchema
 import TetherWire
@@ -25,6 +25,8 @@ public enum ChatAction: Sendable, Equatable {
     case listSessions
     /// Chat in this session from now on (`/session KEY`, or a choice from the list).
     case useSession(String)
+    /// Answer an approval the gateway waits for (a key of the approval prompt).
+    case approve(id: String, decision: ApprovalDecision)
     case quit
 }
 
@@ -87,6 +89,8 @@ public struct ChatScreen: Sendable {
     private var sessionChoices: [SessionsCommand.Reply.Session]?
     /// The set's storage problems: a full disk, damaged files set aside.
     private var storage = StorageNotices()
+    /// The approvals the gateway waits for, shown over the input line.
+    public private(set) var approvals = ApprovalPrompt()
     /// The last problem with something the user did, in words, until the next key.
     private var notice: String?
     /// The screen as saved when the front end last left, drawn until the transcript is known.
@@ -119,9 +123,10 @@ public struct ChatScreen: Sendable {
 
     // MARK: Input
 
-    /// Applies a bus message; true when the screen changed.
+    /// Applies a bus message; true when the screen changed. `date` is the wall clock at `now`
+    /// (an approval's deadline is a date).
     @discardableResult
-    public mutating func apply(_ message: BusMessage, at now: ContinuousClock.Instant) -> Bool {
+    public mutating func apply(_ message: BusMessage, at now: ContinuousClock.Instant, date: Date = Date()) -> Bool {
         if needsTranscript, [.conversationMessage, .conversationDelivery, .conversationStream].contains(message.topic) {
             // Bounded: beyond it the oldest go; the transcript fetched holds what snapd stored of them.
             if heldWhileLoading.count >= Self.heldLimit { heldWhileLoading.removeFirst() }
@@ -161,6 +166,9 @@ public struct ChatScreen: Sendable {
         case .storage:
             guard let report = try? message.decode(StorageReport.self) else { return false }
             _ = storage.apply(report)
+        case .approvals:
+            guard let update = try? message.decode(ApprovalsUpdate.self) else { return false }
+            if let ended = approvals.apply(update, replay: message.header.replay, at: now, date: date) { notice = ended }
         default:
             return false
         }
@@ -220,6 +228,18 @@ public struct ChatScreen: Sendable {
             }
             if key == .escape { return nil }
         }
+        switch approvals.handle(key) {
+        case .notTaken: break
+        case .taken:
+            owe(.everything)
+            return nil
+        case .refused(let problem):
+            report(problem)
+            return nil
+        case .answer(let id, let decision):
+            owe(.everything)
+            return .approve(id: id, decision: decision)
+        }
         switch key {
         case .character(let character):
             // "Connection lost — press r to reconnect": r reconnects when nothing is being typed.
@@ -247,6 +267,9 @@ public struct ChatScreen: Sendable {
         case .control("r"): return .reconnect
         case .control("x"): return .abort
         case .control("p"): return .listSessions
+        case .control("g"):
+            if !approvals.open() { report("no approval is waiting") }
+            owe(.everything)
         case .control("z"):
             guard canSuspend else {
                 report("Ctrl-Z does nothing here: tether was not started from a shell, so nothing could bring it back (Ctrl-C quits)")
@@ -287,6 +310,12 @@ public struct ChatScreen: Sendable {
         }
     }
 
+    /// The answer to approval `id` did not reach the gateway: it can be answered again.
+    public mutating func approvalNotAnswered(_ id: String, because problem: String) {
+        approvals.answerFailed(id)
+        report(problem)
+    }
+
     /// Says something went wrong with what the user asked, until the next key.
     public mutating func report(_ problem: String) {
         notice = problem
@@ -308,7 +337,7 @@ public struct ChatScreen: Sendable {
     /// When the screen changes by itself, with no message or key: a front end that drew it at
     /// `now` draws it again then, and need not wake before. Nil: not until something happens.
     public func nextChange(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
-        banner.nextChange(after: now)
+        [banner.nextChange(after: now), approvals.nextChange(after: now)].compactMap { $0 }.min()
     }
 
     /// What to write for what changed since the last update, on a terminal of `width`
@@ -355,9 +384,13 @@ public struct ChatScreen: Sendable {
             rows.append(contentsOf: list.prefix(max(0, area - 1)))
             area -= min(list.count, max(0, area - 1))
         }
+        // The approval prompt leaves the conversation at least a row.
+        let prompt = approvals.rows(width: width, limit: max(0, area - 1), at: now)
+        area -= prompt.count
         let (visible, offset) = visibleConversation(width: width, rows: area)
         rows.append(contentsOf: Array(repeating: ScreenRow(""), count: area - visible.count))
         rows.append(contentsOf: visible)
+        rows.append(contentsOf: prompt)
         rows.append(ScreenRow(TerminalText.fit(statusLine(scrolled: offset), width: width), .dim))
         let (input, cursorColumn) = inputLine(width: width)
         rows.append(input)
@@ -438,6 +471,9 @@ public struct ChatScreen: Sendable {
             }
         }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
+        if !approvals.pending.isEmpty && !approvals.isOpen {
+            parts.append("\(approvals.pending.count) approval\(approvals.pending.count == 1 ? "" : "s") waiting (Ctrl-G)")
+        }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
         let sessions = session?.dialect == .openclaw ? " · Ctrl-P sessions" : ""

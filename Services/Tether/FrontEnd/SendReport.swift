@@ -1,5 +1,5 @@
-public import TetherBus
-public import TetherSchema
+import TetherBus
+import TetherSchema
 public import TetherService
 
 /// What `tether send` says of an outcome: the reply, for standard output; its own lines, for

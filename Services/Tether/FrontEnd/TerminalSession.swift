@@ -109,6 +109,14 @@ public final class TerminalSession: Sendable {
             } catch {
                 report("cannot stop the reply: \(error)")
             }
+        case .action(.approve(let id, let decision), _):
+            do {
+                let reply = try await bus.request(ApproveCommand.self, .init(id: id, decision: decision), timeout: .seconds(12), attempts: 1)
+                report(ApprovalWords.ended(reply.ended).capitalizedFirst)
+            } catch {
+                screen.withLock { $0.approvalNotAnswered(id, because: "the approval was not answered: \(error)") }
+                changed()
+            }
         case .action(.suspend, let display):
             // Save the screen, close the connection gracefully, then stop: coming back shows it as it was.
             await save(display)
@@ -203,7 +211,7 @@ public final class TerminalSession: Sendable {
                 screen.withLock { $0.invalidate() }
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .reconnect, .abort, .listSessions, .useSession:
+            case .send, .reconnect, .abort, .listSessions, .useSession, .approve:
                 break
             }
         }
