@@ -223,6 +223,27 @@ import TetherSchema
         #expect(rig.wait(.seconds(3)) == [.retainAttached([])], "its presence lapsed")
     }
 
+    /// Suspended, the connection could not hear the gateway's approvals (the gateway gives up
+    /// at once on one nobody can answer): one that holds them stays, and sleep still suspends.
+    @Test func aConnectionThatHoldsTheGatewaysApprovalsIsNotSuspendedForIdleness() {
+        var rig = MachineRig()
+        rig.connect()
+        rig.machine.gateway = GatewayInfo(dialect: .openclaw, protocolVersion: 4, scopes: OpenClawProtocol.chatScopes + [OpenClawProtocol.approvalsScope])
+        let first = FrontEndPresence(frontEnd: "tether", instance: "a", pid: 1, state: .active)
+        rig.send(.frontEnd(first))
+        rig.send(.frontEnd(FrontEndPresence(frontEnd: "tether", instance: "a", pid: 1, state: .leaving)))
+        #expect(!rig.wait(.seconds(31)).contains(.closeGracefully(attempt: 1)))
+        #expect(rig.state == .connected)
+        #expect(rig.send(.machineSleeps(true)) == [.closeGracefully(attempt: 1)])
+
+        var chatOnly = MachineRig()
+        chatOnly.connect()
+        chatOnly.machine.gateway = GatewayInfo(dialect: .openclaw, protocolVersion: 4, scopes: OpenClawProtocol.chatScopes)
+        chatOnly.send(.frontEnd(first))
+        chatOnly.send(.frontEnd(FrontEndPresence(frontEnd: "tether", instance: "a", pid: 1, state: .leaving)))
+        #expect(chatOnly.wait(.seconds(31)).contains(.closeGracefully(attempt: 1)), "without the scope, idleness suspends as before")
+    }
+
     @Test func sleepSuspendsAndWakingResumes() {
         var rig = MachineRig()
         rig.connect()

@@ -50,6 +50,52 @@ import TetherTesting
         #expect(again.status != 0 && again.standardError.contains("no approval is waiting"), "\(again.standardError)")
     }
 
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func theTerminalUIShowsAnApprovalOverTheInputLineAndAnswersItWithAKey() async throws {
+        let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0", "TETHER_IDLE_SUSPEND": "1"])
+        defer { set.stop() }
+        let ui = try Tmux(
+            [Programs.path("tether"), "--run-dir", set.run.path], columns: 100, rows: 30, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        _ = try await ui.waitFor("No messages yet", "session agent:main:main")
+        try ui.type("exec: make deploy")
+        try ui.press("Enter")
+        let shown = try await ui.waitFor("Approval waiting", "the agent asks to run", "   make deploy", "o allow once · a allow always · d deny · Esc later")
+        print("the terminal UI with an approval waiting:\n\(shown)")
+        #expect(shown.contains("on gateway"), "\(shown)")
+        // Letters answer the prompt, not the draft; Esc puts it aside to type; Ctrl-G brings it back.
+        try ui.type("x")
+        _ = try await ui.waitFor("the approval waits for an answer: o allow once")
+        try ui.press("Escape")
+        _ = try await ui.waitFor("1 approval waiting (Ctrl-G)")
+        try ui.type("a draft")
+        _ = try await ui.waitFor("> a draft")
+        try ui.press("C-g")
+        _ = try await ui.waitFor("Approval waiting")
+        try ui.type("d")
+        let answered = try await ui.waitFor("Did not run `make deploy`: the approval was denied.", "> a draft")
+        print("after d:\n\(answered)")
+        _ = try await ui.waitForAbsence(of: "Approval waiting")
+        #expect(try Self.approvals(set).pending.isEmpty)
+
+        // Raised by another client of the gateway while no front end runs, well after the idle
+        // grace period: the connection holds the approvals, so it is kept for the next front end.
+        try ui.press("C-c")
+        #expect(await eventually(timeout: .seconds(5)) { !ui.isRunning })
+        try await Task.sleep(for: .seconds(3))
+        let status = try set.tether(["status"])
+        #expect(!status.standardOutput.contains("suspended"), "the connection was suspended for idleness:\n\(status.standardOutput)")
+        let phone = try await OtherOpenClawClient(port: set.port, token: set.gatewayToken)
+        defer { phone.stop() }
+        phone.send("exec: make test")
+        #expect(try await eventually(timeout: .seconds(20)) { try !Self.approvals(set).pending.isEmpty }, "no approval listed")
+        let reopened = try Tmux(
+            [Programs.path("tether"), "--run-dir", set.run.path], columns: 100, rows: 30, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        _ = try await reopened.waitFor("Approval waiting", "   make test")
+        try reopened.type("o")
+        _ = try await reopened.waitFor("Ran `make test` (allowed once): done.")
+        #expect(set.openClawTranscript().contains { $0.role == "assistant" && $0.text == "Ran `make test` (allowed once): done." })
+    }
+
     @Test func anApprovalThatExpiresIsSaidToHaveExpiredAndAFrontEndStartedLaterSeesWhatWaits() async throws {
         let set = try await ComposedSet.openClaw(
             environment: ["TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0", "TETHER_GATEWAY_APPROVAL_TIMEOUT": "6"])
@@ -86,7 +132,7 @@ import TetherTesting
     }
 
     @Test func withoutTheScopeTheWordsSayWhyAndTheGatewayHasNobodyToAsk() async throws {
-        let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0"])
+        let set = try await ComposedSet.openClaw(environment: ["TETHER_APPROVALS": "off", "TETHER_CHUNK_DELAY": "0"])
         defer { set.stop() }
         #expect(try set.tether(["send", "hello"]).status == 0)
         let update = try Self.approvals(set)

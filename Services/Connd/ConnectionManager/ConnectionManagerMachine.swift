@@ -333,8 +333,15 @@ struct ConnectionManagerMachine: Sendable {
         return []
     }
 
+    /// Whether the gateway last connected to granted the scope to see and answer approvals
+    /// (OpenClaw's `operator.approvals`, or `operator.admin` that holds every scope).
+    var holdsApprovals: Bool {
+        gateway?.scopes.map { $0.contains(OpenClawProtocol.approvalsScope) || $0.contains("operator.admin") } == true
+    }
+
     /// The front-end tracker's actions: the first to arrive resumes an idle suspend; the grace
-    /// period after the last left ends in one.
+    /// period after the last left ends in one, unless the connection holds the gateway's
+    /// approvals (``holdsApprovals``).
     mutating func frontEndActions(_ tracked: [FrontEndTracker.Action], now: Instant) -> [Action] {
         var actions: [Action] = []
         for action in tracked {
@@ -348,6 +355,12 @@ struct ConnectionManagerMachine: Sendable {
             case .graceStarted(let grace):
                 actions.append(.log(.info, "the last front end left: suspending in \(grace) unless one comes back", [:]))
             case .graceElapsed:
+                // Suspended, the connection could not hear the gateway's approvals: the gateway
+                // gives up at once on one nobody can answer, and the next front end would never see it.
+                if holdsApprovals {
+                    actions.append(.log(.info, "no front end for the grace period: staying connected, to keep the gateway's approvals for the next one", [:]))
+                    continue
+                }
                 actions.append(.log(.notice, "no front end for the grace period: suspending", [:]))
                 actions += decide(.suspend(.idle), now: now).actions
             }

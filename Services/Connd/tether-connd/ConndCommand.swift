@@ -73,9 +73,9 @@ struct ConndCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "OpenClaw: on asks for the scope operator.approvals, to see and answer the gateway's exec and plugin approvals (a device paired without it must be approved again); off does not."
+            "OpenClaw: on asks for the scope operator.approvals, to see and answer the gateway's exec and plugin approvals (a device paired without it must be approved again), and keeps the connection while no front end runs; off asks for the chat scopes only."
     )
-    var approvals = "off"
+    var approvals = "on"
 
     @Option(help: "Follow the machine's sleep through logind: auto (when logind runs here), off, system, or a D-Bus address.")
     var logind = "auto"
