@@ -283,7 +283,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "SnapshotStoreTests",
-                dependencies: ["SnapshotStore", "TetherBus", "TetherSchema", "TetherTesting", "TetherWire", .logging, .serviceLifecycle],
+                dependencies: ["SnapshotStore", "TetherBus", "TetherSchema", "TetherTesting", "TetherWire", .grdb, .logging, .serviceLifecycle],
                 path: "Tests/SnapshotStoreTests",
                 swiftSettings: swiftSettings
             ),

@@ -118,3 +118,71 @@ extension SnapshotCommand.Request: BoundedRequest {
         (1...TranscriptCommand.pageLimit).contains(limit) ? nil : "limit must be between 1 and \(TranscriptCommand.pageLimit) (it is \(limit))"
     }
 }
+
+/// Finds stored messages by their words (snapd's full-text index), newest first, a page at a time.
+public enum SearchCommand: BusCommand {
+    public static let method = "search"
+    public static let endpoint = Endpoints.snapshotStore
+
+    /// The most hits one reply holds.
+    public static let pageLimit = 200
+    /// What a hit's excerpt marks the matched words with: the start and the end of each.
+    public static let matchStart = "\u{2}"
+    public static let matchEnd = "\u{3}"
+
+    public struct Request: Codable, Sendable {
+        /// The words to find, as a person types them: every word must be in the message, each
+        /// as a word or the start of one, in any case and with or without accents.
+        public var words: String
+        /// The most hits to return (at most ``SearchCommand/pageLimit``).
+        public var limit: Int
+        /// Only hits older than this position (an earlier reply's `nextBefore`); nil for the newest.
+        public var before: Int?
+        /// OpenClaw: only the messages of this session (its canonical key) and those that name none; nil: every session's.
+        public var session: String?
+
+        public init(words: String, limit: Int = 20, before: Int? = nil, session: String? = nil) {
+            self.words = words
+            self.limit = limit
+            self.before = before
+            self.session = session
+        }
+    }
+
+    /// A message found.
+    public struct Hit: Codable, Sendable, Equatable {
+        /// Its place in the store: `transcript` with `before` set just after it pages from it.
+        public var position: Int
+        public var entry: TranscriptEntry
+        /// The part of its text around the words found, each found word between
+        /// ``SearchCommand/matchStart`` and ``SearchCommand/matchEnd``; `…` where it is cut.
+        public var excerpt: String
+
+        public init(position: Int, entry: TranscriptEntry, excerpt: String) {
+            self.position = position
+            self.entry = entry
+            self.excerpt = excerpt
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// Newest first.
+        public var hits: [Hit]
+        /// Where the next older page of hits starts; nil when there is none.
+        public var nextBefore: Int?
+
+        public init(hits: [Hit], nextBefore: Int? = nil) {
+            self.hits = hits
+            self.nextBefore = nextBefore
+        }
+    }
+}
+
+extension SearchCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        if !(1...SearchCommand.pageLimit).contains(limit) { return "limit must be between 1 and \(SearchCommand.pageLimit) (it is \(limit))" }
+        if words.allSatisfy(\.isWhitespace) { return "nothing to search for: the words are empty" }
+        if words.utf8.count > 1024 { return "the words to search for are longer than 1,024 bytes" }
+        return nil
+    }
+}

@@ -567,6 +567,7 @@ struct Bench {
         var figures: [String] = []
         var met = true
         var page = 0
+        var searches: [(figure: String, met: Bool)] = []
         for entries in settings.transcriptEntries {
             let run = try TestRunDirectory()
             let newest = try await Self.fillTranscript(at: run.path + "/snapd.sqlite", entries: entries)
@@ -574,6 +575,7 @@ struct Bench {
             defer { set.stop() }
             let client = try BusClient(source: "bench-first-frame", runDirectory: set.run.runDirectory, logger: logger)
             page = try await client.request(TranscriptCommand.self, .init(limit: TranscriptCommand.pageLimit)).entries.count
+            searches.append(try await measureSearch(set: set, client: client, entries: entries))
             await client.close()
             var samples = Samples()
             for _ in 0..<5 {
@@ -595,6 +597,41 @@ struct Bench {
             BenchRow(
                 measurement: "first frame: `tether --plain` started to its newest stored line shown, median / max (5), by stored entries (\(page) a page)",
                 tether: figures.joined(separator: "; "), baseline: "—", target: "≤ 100 ms at every size", met: met))
+        table.add(
+            BenchRow(
+                measurement:
+                    "search: the first page of 20 hits through the bus, a word in every entry / in one entry, median / max (5); `tether search` started to exited, median; by stored entries",
+                tether: searches.map(\.figure).joined(separator: "; "), baseline: "—", target: "≤ 100 ms at every size", met: searches.allSatisfy(\.met)))
+    }
+
+    /// snapd's search over a store of `entries` filled by ``fillTranscript(at:entries:)``: a
+    /// word every entry holds (the page is the newest 20 of all), one a single entry holds.
+    private func measureSearch(set: ComposedSet, client: BusClient, entries: Int) async throws -> (figure: String, met: Bool) {
+        var every = Samples()
+        var one = Samples()
+        var command = Samples()
+        let rare = "\(entries / 2)"
+        for _ in 0..<5 {
+            var start = ContinuousClock.now
+            let all = try await client.request(SearchCommand.self, .init(words: "stored entry", limit: 20))
+            every.add(start.duration(to: .now))
+            start = ContinuousClock.now
+            let single = try await client.request(SearchCommand.self, .init(words: rare, limit: 20))
+            one.add(start.duration(to: .now))
+            guard all.hits.count == 20, all.hits.first?.entry.content == "stored entry \(entries - 1)",
+                single.hits.map(\.entry.content) == ["stored entry \(rare)"]
+            else { throw BenchError("search over \(entries) entries found \(all.hits.count) and \(single.hits.map(\.entry.content))") }
+            start = ContinuousClock.now
+            let printed = try set.tether(["search", rare])
+            command.add(start.duration(to: .now))
+            guard printed.status == 0, printed.standardOutput.contains("stored entry \(rare)") else {
+                throw BenchError("tether search \(rare): \(printed.status) \(printed.standardOutput)\(printed.standardError)")
+            }
+        }
+        let figure =
+            "\(formatCount(Double(entries))): \(formatMilliseconds(every.median)) / \(formatMilliseconds(every.maximum)), "
+            + "\(formatMilliseconds(one.median)) / \(formatMilliseconds(one.maximum)); \(formatMilliseconds(command.median))"
+        return (figure, every.maximum <= 100 && one.maximum <= 100)
     }
 
     /// Fills a new transcript store with `entries` entries (messages and their replies,

@@ -24,7 +24,8 @@ import TetherTesting
             "bus: publisher to subscriber", "bus: messages per second", "bus: instructions per message", "chat round trip: send",
             "chat round trip, where the time goes", "chat round trip with front ends attached", "streamed chunks, gateway",
             "streamed chunks at the development bot's pace", "reconnect after a gateway restart",
-            "reconnect after the link comes back", "first frame", "`tether status`", "idle 2 s: netmon", "idle 2 s: protod", "idle 2 s: connd",
+            "reconnect after the link comes back", "first frame", "search: the first page", "`tether status`", "idle 2 s: netmon", "idle 2 s: protod",
+            "idle 2 s: connd",
             "idle: the whole set's proportional memory", "a streamed reply's conv.stream bytes",
         ] {
             #expect(measurements.contains { $0.hasPrefix(expected) }, "no row \"\(expected)\" in:\n\(bench.standardOutput)")

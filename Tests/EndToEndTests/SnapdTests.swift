@@ -56,6 +56,40 @@ import TetherWire
         await client.close()
     }
 
+    /// `tether search` through the set: the conversation's words found in snapd's file, newest
+    /// first, also after snapd was killed while entries came; words with nothing to find say so.
+    @Test func tetherSearchFindsStoredMessagesAlsoAfterSnapdWasKilled() async throws {
+        let set = try await ComposedSet(environment: ["TETHER_CHUNK_DELAY": "0"])
+        defer { set.stop() }
+        #expect(try set.tether(["send", "please deploy the café build"]).status == 0)
+        #expect(try set.tether(["send", "and the docs too"]).status == 0)
+        let found = try set.tether(["search", "Cafe", "BUILD"])
+        #expect(found.status == 0, "\(found.standardError)")
+        let lines = found.standardOutput.split(separator: "\n")
+        #expect(lines.count == 2, "the message and its reply: \(found.standardOutput)")
+        #expect(lines.first?.hasSuffix("Opta: You said: please deploy the café build") == true, "newest first: \(found.standardOutput)")
+        #expect(lines.last?.hasSuffix("You: please deploy the café build") == true, "\(found.standardOutput)")
+
+        let snapd = try #require(set.pid(of: "snapd"))
+        kill(snapd, SIGKILL)
+        #expect(try set.tether(["send", "--wait", "30", "sent while snapd restarts: deployment notes"]).status == 0)
+        #expect(await set.awaitRestart(of: "snapd", replacing: snapd))
+        #expect(
+            await eventually(timeout: .seconds(20)) {
+                ((try? set.tether(["search", "deployment"]))?.standardOutput.split(separator: "\n").count ?? 0) == 2
+            }, "what came while snapd was down is found once it caught up")
+        let json = try set.tether(["search", "--json", "--limit", "1", "deploy"])
+        let reply = try BusSchema.makeDecoder().decode(SearchCommand.Reply.self, from: Data(json.standardOutput.utf8))
+        #expect(reply.hits.count == 1 && reply.nextBefore != nil, "\(json.standardOutput)")
+        #expect(reply.hits.first?.excerpt.contains("\u{2}deployment\u{3}") == true, "\(json.standardOutput)")
+
+        let none = try set.tether(["search", "kubernetes"])
+        #expect(none.status == 1 && none.standardOutput.isEmpty, "\(none.standardOutput)")
+        #expect(none.standardError.contains("no stored message holds kubernetes"), "\(none.standardError)")
+        let nothing = try set.tether(["search", "?!"])
+        #expect(nothing.status == 1 && nothing.standardError.contains("nothing to search for"), "\(nothing.standardError)")
+    }
+
     @Test func frontEndStartedAfterTenThousandMessagesDrawsThemInItsFirstFrame() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }

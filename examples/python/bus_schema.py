@@ -157,6 +157,9 @@ def command_cases(run_id, dialect):
         ("protod.cmd", "no.such.method", {}, "unknownMethod"),
         ("snapd.cmd", "transcript", {"limit": 5}, "TranscriptReply"),
         ("snapd.cmd", "transcript", {"limit": 0}, "outOfBounds"),
+        ("snapd.cmd", "search", {"words": "schema", "limit": 5}, "SearchReply"),
+        ("snapd.cmd", "search", {"words": "?!", "limit": 5}, "refused"),
+        ("snapd.cmd", "search", {"words": "schema", "limit": 500}, "outOfBounds"),
         ("snapd.cmd", "snapshot", {"frontEnd": "schema-check", "limit": 5}, "SnapshotReply"),
         ("snapd.cmd", "display.save",
          {"frontEnd": "schema-check", "screen": ["line"], "scrollOffset": 0, "draft": "", "history": [],
@@ -171,7 +174,7 @@ def command_cases(run_id, dialect):
 
 
 REQUESTS = {"send": "SendRequest", "cancel": "CancelRequest", "recover": "RecoverRequest", "journal": "JournalRequest",
-            "sessions": "SessionsRequest", "abort": "AbortRequest", "approvals": "ApprovalsRequest", "approve": "ApproveRequest", "transcript": "TranscriptRequest",
+            "sessions": "SessionsRequest", "abort": "AbortRequest", "approvals": "ApprovalsRequest", "approve": "ApproveRequest", "transcript": "TranscriptRequest", "search": "SearchRequest",
             "snapshot": "SnapshotRequest", "display.save": "DisplaySaveRequest", "connection": "ConnectionRequest"}
 
 

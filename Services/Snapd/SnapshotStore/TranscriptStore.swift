@@ -77,6 +77,26 @@ public struct TranscriptStore: Sendable {
             }
             try db.create(index: "transcript_session", on: "transcript", columns: ["session", "position"])
         }
+        migrator.registerMigration("add search") { db in
+            // The words of every stored message, kept by triggers as entries come, change their
+            // text or are compacted away; a status change does not touch the index.
+            try db.execute(
+                sql: """
+                    CREATE VIRTUAL TABLE transcript_search USING fts5(
+                        content, content='transcript', content_rowid='position', tokenize='unicode61 remove_diacritics 2');
+                    CREATE TRIGGER transcript_search_insert AFTER INSERT ON transcript BEGIN
+                        INSERT INTO transcript_search(rowid, content) VALUES (new.position, new.content);
+                    END;
+                    CREATE TRIGGER transcript_search_delete AFTER DELETE ON transcript BEGIN
+                        INSERT INTO transcript_search(transcript_search, rowid, content) VALUES ('delete', old.position, old.content);
+                    END;
+                    CREATE TRIGGER transcript_search_update AFTER UPDATE OF content ON transcript WHEN old.content IS NOT new.content BEGIN
+                        INSERT INTO transcript_search(transcript_search, rowid, content) VALUES ('delete', old.position, old.content);
+                        INSERT INTO transcript_search(rowid, content) VALUES (new.position, new.content);
+                    END;
+                    INSERT INTO transcript_search(transcript_search) VALUES ('rebuild');
+                    """)
+        }
         return migrator
     }
 
@@ -288,6 +308,42 @@ public struct TranscriptStore: Sendable {
                     db, sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE position < :before \(chosen))", arguments: ["before": oldest, "session": session])
                 ?? false
             return TranscriptCommand.Reply(entries: entries, nextBefore: older ? oldest : nil, revision: revision)
+        }
+    }
+
+    /// The messages holding every word of `words` (each as a word or the start of one, in
+    /// any case, with or without accents), newest first, at most `limit`, older than position
+    /// `before`; of `session` (and those naming none) when given. Nil when `words` hold
+    /// nothing to search for (only punctuation).
+    public func search(_ words: String, limit: Int, before: Int? = nil, session: String? = nil) async throws -> SearchCommand.Reply? {
+        try await database.read { db in
+            // Cut into words by the index's own tokenizer, each quoted: what the query language
+            // would read as an operator is a word like any other.
+            let tokens = try db.makeTokenizer(.unicode61(diacritics: .remove)).tokenize(query: words).compactMap {
+                $0.flags.contains(.colocated) ? nil : $0.token
+            }
+            guard !tokens.isEmpty else { return nil }
+            let pattern = try db.makeFTS5Pattern(
+                rawPattern: tokens.map { "\"\($0.replacingOccurrences(of: "\"", with: "\"\""))\"*" }.joined(separator: " "), forTable: "transcript_search")
+            let chosen = session == nil ? "" : "AND (transcript.session IS NULL OR transcript.session = :session)"
+            // The index is walked newest first and stops at the page: a word in every message
+            // costs a page, not the whole transcript.
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT transcript.*, snippet(transcript_search, 0, :start, :end, '…', 16) AS excerpt
+                    FROM transcript_search JOIN transcript ON transcript.position = transcript_search.rowid
+                    WHERE transcript_search MATCH :pattern AND transcript_search.rowid < :before \(chosen)
+                    ORDER BY transcript_search.rowid DESC LIMIT :limit
+                    """,
+                arguments: [
+                    "pattern": pattern, "before": before ?? Int.max, "limit": max(0, limit) + 1, "session": session,
+                    "start": SearchCommand.matchStart, "end": SearchCommand.matchEnd,
+                ])
+            let hits = rows.prefix(max(0, limit)).map { row in
+                SearchCommand.Hit(position: row["position"], entry: Self.entry(from: row), excerpt: row["excerpt"])
+            }
+            return SearchCommand.Reply(hits: Array(hits), nextBefore: rows.count > limit ? hits.last?.position : nil)
         }
     }
 

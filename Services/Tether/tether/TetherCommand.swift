@@ -15,7 +15,7 @@ struct TetherCommand: AsyncParsableCommand {
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
         subcommands: [
             Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Approvals.self, Approve.self, Cancel.self,
-            Reconnect.self, Suspend.self, Resume.self, Web.self,
+            Reconnect.self, Suspend.self, Resume.self, Web.self, Search.self,
         ],
         defaultSubcommand: Chat.self
     )
