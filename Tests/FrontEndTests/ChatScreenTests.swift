@@ -100,9 +100,27 @@ import TetherWire
 
     @Test func theComposerWindowKeepsTheCursorVisible() {
         let text = Array("abcdefghij")
-        let (shown, column) = TerminalText.window(text, cursor: 10, width: 5)
+        let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: 10, width: 5)
         #expect(shown == "ghij")
         #expect(column == 4)
+    }
+
+    /// The widths measured as characters are typed stay those of the text, whatever the edits.
+    @Test func theComposersWidthsFollowEveryEdit() {
+        let alphabet: [Character] = ["a", " ", "你", "😀", "e\u{301}", "\u{7}"]
+        var generator = SystemRandomNumberGenerator()
+        var composer = Composer(draft: "你好 draft", history: ["older 😀", "old"])
+        for _ in 0..<2000 {
+            switch Int.random(in: 0..<9, using: &generator) {
+            case 0...3: composer.insert(alphabet.randomElement(using: &generator)!)
+            case 4: composer.deleteBackward()
+            case 5: composer.deleteForward()
+            case 6: composer.moveLeft()
+            case 7: Bool.random(using: &generator) ? composer.recallOlder() : composer.recallNewer()
+            default: if Int.random(in: 0..<20, using: &generator) == 0 { _ = composer.submit() }
+            }
+            #expect(composer.widths == composer.text.map(TerminalText.columns(of:)))
+        }
     }
 
     /// The window starts at the first position from which the text before the cursor takes
@@ -116,7 +134,7 @@ import TetherWire
             let width = Int.random(in: 1...12, using: &generator)
             var start = 0
             while start < cursor && TerminalText.columns(of: text[start..<cursor]) >= width { start += 1 }
-            let (shown, column) = TerminalText.window(text, cursor: cursor, width: width)
+            let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: cursor, width: width)
             #expect(column == TerminalText.columns(of: text[start..<cursor]), "\(text) cursor \(cursor) width \(width)")
             #expect(column < width || cursor == start)
             #expect(shown.hasPrefix(String(text[start..<cursor])), "\(text) cursor \(cursor) width \(width)")

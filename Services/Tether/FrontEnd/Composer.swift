@@ -1,9 +1,12 @@
 import Foundation
 
 /// The line the user types into: an editable text with a cursor, and the history of what
-/// was sent, recalled with the arrow keys.
+/// was sent, recalled with the arrow keys. Each character is measured once, as it is typed:
+/// drawing the input line after a key adds up widths instead of measuring them again.
 public struct Composer: Sendable, Equatable {
     public private(set) var text: [Character] = []
+    /// The terminal columns each character of `text` takes.
+    public private(set) var widths: [Int] = []
     /// Where the next character goes, from 0 to `text.count`.
     public private(set) var cursor = 0
     /// Messages sent, oldest first.
@@ -13,9 +16,8 @@ public struct Composer: Sendable, Equatable {
     private var unsent: [Character] = []
 
     public init(draft: String = "", history: [String] = []) {
-        text = Array(draft)
-        cursor = text.count
         self.history = history
+        show(Array(draft))
     }
 
     public var draft: String { String(text) }
@@ -23,6 +25,7 @@ public struct Composer: Sendable, Equatable {
 
     public mutating func insert(_ character: Character) {
         text.insert(character, at: cursor)
+        widths.insert(TerminalText.columns(of: character), at: cursor)
         cursor += 1
     }
 
@@ -30,11 +33,13 @@ public struct Composer: Sendable, Equatable {
         guard cursor > 0 else { return }
         cursor -= 1
         text.remove(at: cursor)
+        widths.remove(at: cursor)
     }
 
     public mutating func deleteForward() {
         guard cursor < text.count else { return }
         text.remove(at: cursor)
+        widths.remove(at: cursor)
     }
 
     public mutating func moveLeft() { cursor = max(0, cursor - 1) }
@@ -82,6 +87,7 @@ public struct Composer: Sendable, Equatable {
 
     private mutating func show(_ characters: [Character]) {
         text = characters
+        widths = characters.map(TerminalText.columns(of:))
         cursor = characters.count
     }
 }

@@ -78,25 +78,24 @@ enum TerminalText {
 
     /// The part of `characters` to show in `width` columns so that the cursor is visible,
     /// and the cursor's column within it: it starts as far left as leaves the cursor within
-    /// the width. Measured from the cursor back and on to the width, so that a key costs the
-    /// window's length, not the text's.
-    static func window(_ characters: [Character], cursor: Int, width: Int) -> (String, Int) {
+    /// the width. `widths` are the characters' columns, measured as they were typed; the
+    /// window adds them up from the cursor back and on to the width, so that a key costs the
+    /// window's length, not the text's, and measures nothing.
+    static func window(_ characters: [Character], widths: [Int], cursor: Int, width: Int) -> (String, Int) {
         var start = cursor
         var beforeCursor = 0
         while start > 0 {
-            let taken = columns(of: characters[start - 1])
+            let taken = widths[start - 1]
             guard beforeCursor + taken < width else { break }
             start -= 1
             beforeCursor += taken
         }
-        var shown = ""
+        var end = start
         var used = 0
-        for character in characters[start...] {
-            let taken = columns(of: character)
-            guard used + taken <= width else { break }
-            shown.append(character)
-            used += taken
+        while end < characters.count, used + widths[end] <= width {
+            used += widths[end]
+            end += 1
         }
-        return (shown, beforeCursor)
+        return (String(characters[start..<end]), beforeCursor)
     }
 }
