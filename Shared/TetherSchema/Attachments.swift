@@ -108,6 +108,8 @@ public enum ImageAttachments {
     /// what a front end cannot check one attachment at a time: the strict base64, the type and
     /// size of what the bytes hold, and the room on the bus for all of them with the text.
     public static func refusal(for attachments: [Attachment], text: String) -> AttachmentRefusal? {
+        // A message without images is the text's own business (its limits are checked elsewhere).
+        guard !attachments.isEmpty else { return nil }
         for attachment in attachments {
             guard isStrictBase64(attachment.content), let bytes = Data(base64Encoded: attachment.content) else {
                 return AttachmentRefusal("\(attachment.name): its content is not base64 (standard alphabet, padded, no line breaks)")

@@ -66,6 +66,7 @@ import TetherWire
     @Test func whatCrossesTheBusIsStrictBase64OfTheTypeItSaysAndFitsTheBus() throws {
         let image = try ImageAttachments.attachment(named: "a.png", bytes: Self.png).get()
         #expect(ImageAttachments.refusal(for: [image], text: "look") == nil)
+        #expect(ImageAttachments.refusal(for: [], text: String(repeating: "x", count: 600_000)) == nil, "a long text without images is not theirs to refuse")
         var wrapped = image
         wrapped.content.insert("\n", at: wrapped.content.index(wrapped.content.startIndex, offsetBy: 8))
         #expect(
