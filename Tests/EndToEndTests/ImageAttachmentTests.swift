@@ -131,6 +131,35 @@ import Glibc
         #expect(seed.receipts()["look"] == nil)
     }
 
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func slashAttachInTheTerminalUISendsTheImageWithTheNextMessageOnly() async throws {
+        let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0"])
+        defer { set.stop() }
+        let image = set.run.path + "/cat.png"
+        try Self.write(Self.png(4321), to: image)
+        let notes = set.run.path + "/notes.png"
+        try Self.write(Data("only words".utf8), to: notes)
+        let ui = try Tmux(
+            [Programs.path("tether"), "--run-dir", set.run.path], columns: 160, rows: 20, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        _ = try await ui.waitFor("No messages yet")
+        try ui.type("/attach \(notes)")
+        try ui.press("Enter")
+        _ = try await ui.waitFor("not attached: notes.png is not an image Tether can send")
+        try ui.type("/attach \(image)")
+        try ui.press("Enter")
+        let attached = try await ui.waitFor("Attached: cat.png (image/png, 4,321 bytes) (/detach removes)")
+        print("terminal UI with an image attached:\n\(attached)")
+        try ui.type("what is this?")
+        try ui.press("Enter")
+        let answered = try await ui.waitFor("You: what is this? [image: cat.png (image/png, 4,321 bytes)]", "You sent 1 image (image/png, 4,321 bytes)")
+        #expect(!answered.contains("Attached: "), "the image stayed attached after it was sent:\n\(answered)")
+        try ui.type("and this?")
+        try ui.press("Enter")
+        _ = try await ui.waitFor("You said: and this?")
+        let records = set.gatewayRecord()
+        #expect(records.map { $0["images"] as? [String] ?? [] } == [["image/png 4321"], []], "\(records)")
+    }
+
     @Test func theDevelopmentGatewayTakesAttachmentsAsOpenClawsDoes() async throws {
         // OpenClaw's own maxPayload, 25 MiB, so that an image over 5 MB reaches the attachment check.
         let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0", "TETHER_GATEWAY_MAX_PAYLOAD": "26214400"])
