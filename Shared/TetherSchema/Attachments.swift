@@ -99,7 +99,7 @@ public enum ImageAttachments {
             return .failure(AttachmentRefusal("\(name) is \(grouped(size)) bytes; the gateway takes images of at most \(grouped(maximumBytes)) bytes"))
         }
         guard let bytes = FileManager.default.contents(atPath: path) else {
-            return .failure(AttachmentRefusal("cannot attach \(path): it cannot be read (permissions?)"))
+            return .failure(AttachmentRefusal("cannot attach \(path): it cannot be read"))
         }
         return attachment(named: name, bytes: bytes)
     }
