@@ -161,7 +161,7 @@ let package = Package(
         + program(
             "tether-gateway", library: "DevGateway", folder: "Gateway",
             dependencies: [
-                "OpenClawWire", "TetherWire", "TetherService", "TetherHTTPServer", .logging, .serviceLifecycle,
+                "OpenClawWire", "TetherSchema", "TetherWire", "TetherService", "TetherHTTPServer", .logging, .serviceLifecycle,
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -6,16 +6,49 @@ public struct ChatSendParams: Sendable, Hashable, Codable {
     public var message: String
     /// Also the run's id: a retry of the same message carries the same key.
     public var idempotencyKey: String
+    /// Images sent with the message.
+    public var attachments: [ChatAttachment]?
 
-    public init(sessionKey: String, message: String, idempotencyKey: String) {
+    public init(sessionKey: String, message: String, idempotencyKey: String, attachments: [ChatAttachment]? = nil) {
         self.sessionKey = sessionKey
         self.message = message
         self.idempotencyKey = idempotencyKey
+        self.attachments = attachments
     }
 
     /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes
     /// aside): a message fits a gateway's `policy.maxPayload` when its UTF-8 bytes and these do.
     public static let frameOverhead = 512
+    /// The bytes an attachment adds to a `chat.send` frame besides its content and file name.
+    public static let attachmentOverhead = 96
+}
+
+/// An attachment of `chat.send`, as OpenClaw's Control UI sends an image:
+/// `{type: "image", mimeType, fileName, content: <base64>}`.
+public struct ChatAttachment: Sendable, Hashable, Codable {
+    public var type: String?
+    public var mimeType: String?
+    public var fileName: String?
+    /// Base64, or a `data:<mime>;base64,` URL.
+    public var content: String?
+
+    public init(type: String? = "image", mimeType: String?, fileName: String?, content: String?) {
+        self.type = type
+        self.mimeType = mimeType
+        self.fileName = fileName
+        self.content = content
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, mimeType, fileName, content }
+
+    /// As the gateway reads an item of `unknown[]`: a field that is not a string is absent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        type = try? container.decodeIfPresent(String.self, forKey: .type)
+        mimeType = try? container.decodeIfPresent(String.self, forKey: .mimeType)
+        fileName = try? container.decodeIfPresent(String.self, forKey: .fileName)
+        content = try? container.decodeIfPresent(String.self, forKey: .content)
+    }
 }
 
 /// The payload of a `chat.send` response.

@@ -77,12 +77,15 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     /// The conversation revision tether-protod gave this change (see ``ConversationChange``);
     /// nil from a publisher that keeps no journal.
     public var revision: Int?
+    /// On a user message: the images sent with it (name, type, size; never the bytes).
+    public var attachments: [AttachmentNote]?
 
     public init(
         id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil,
         attribution: ReplyAttribution? = nil, detail: String? = nil, author: String? = nil, gatewayID: String? = nil, session: String? = nil,
-        revision: Int? = nil
+        revision: Int? = nil, attachments: [AttachmentNote]? = nil
     ) {
+        self.attachments = attachments
         self.id = id
         self.sender = sender
         self.content = content

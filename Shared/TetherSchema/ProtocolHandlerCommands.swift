@@ -21,10 +21,12 @@ public enum SendMessageCommand: BusCommand {
         public var fallback: DeliveryStrategy?
         /// How persistently to wait for the acknowledgement; protod's default when absent.
         public var retry: RetryPolicy?
+        /// Images sent with the message (OpenClaw only); see ``ImageAttachments`` for what is taken.
+        public var attachments: [Attachment]?
 
         public init(
             id: MessageID, content: String, strategy: DeliveryStrategy? = nil, kind: String? = nil, fallback: DeliveryStrategy? = nil,
-            retry: RetryPolicy? = nil
+            retry: RetryPolicy? = nil, attachments: [Attachment]? = nil
         ) {
             self.id = id
             self.content = content
@@ -32,6 +34,7 @@ public enum SendMessageCommand: BusCommand {
             self.kind = kind
             self.fallback = fallback
             self.retry = retry
+            self.attachments = attachments
         }
     }
 

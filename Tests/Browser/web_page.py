@@ -4,7 +4,7 @@
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
 compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
-the tether command, only the OpenClaw checks run (a session switch, an approval; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
+the tether command, only the OpenClaw checks run (a session switch, an approval, an image; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -592,6 +592,42 @@ def check_an_approval_is_answered_on_the_page(driver):
     return f"shown with {len(buttons)} decisions; answered with a click; {news!r}"
 
 
+def check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused(driver):
+    """OpenClaw: "Attach image" takes a PNG (told by its bytes), lists it above the composer and
+    sends it with the next message once; a text file named .png is refused in words, and a
+    file over 5,000,000 bytes too, before anything is sent."""
+    driver.get(BASE)
+    live(driver)
+    picture, notes, large = (os.path.join(RUN, name) for name in ("picture.png", "notes.png", "large.png"))
+    with open(picture, "wb") as file:
+        file.write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 7 + bytes(200))
+    with open(notes, "wb") as file:
+        file.write(b"only words here")
+    with open(large, "wb") as file:
+        file.write(b"\x89PNG\r\n\x1a\n" + bytes(6_000_000))
+    picker = driver.find_element(By.ID, "attach-file")
+    # The picker's dialog is the browser's own: the file is handed to its input, as a person's choice is.
+    driver.execute_script("arguments[0].hidden = false", picker)
+    picker.send_keys(notes)
+    wait(lambda: "notes.png is not an image Tether can send" in text_of(driver, "notice"), 10, "the text file refused")
+    picker.send_keys(large)
+    wait(lambda: "large.png is 6,000,008 bytes; the gateway takes images of at most 5,000,000 bytes" in text_of(driver, "notice"), 10,
+         "the large file refused")
+    listed = driver.find_element(By.ID, "attachments")
+    assert not listed.is_displayed(), "a refused file was listed"
+    picker.send_keys(picture)
+    wait(lambda: "picture.png (image/png, 2,000 bytes)" in listed.text, 10, "the picture listed")
+    assert "Remove" in listed.text, listed.text
+    driver.execute_script("arguments[0].hidden = true", picker)
+    set_composer(driver, "what is this picture?")
+    press_enter(driver)
+    reply = wait(lambda: [text for _, text in conversation(driver) if "You sent 1 image (image/png, 2,000 bytes)" in text], 30, "the bot's reply")
+    mine = [text for _, text in conversation(driver) if text.startswith("You: what is this picture?")]
+    assert mine and "[image: picture.png (image/png, 2,000 bytes)]" in mine[0], mine
+    assert not listed.is_displayed(), "the picture stayed attached after it was sent"
+    return f"a text file and 6 MB refused in words; sent {mine[0]!r}; the bot: {reply[0]!r}"
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
@@ -602,7 +638,8 @@ CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, chec
 def main():
     failures = 0
     started = time.monotonic()
-    checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page] if SESSIONS_ONLY else CHECKS
+    checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page,
+              check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie

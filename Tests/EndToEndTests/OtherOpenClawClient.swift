@@ -92,6 +92,24 @@ final class OtherOpenClawClient: Sendable {
         return key
     }
 
+    /// Sends `text` with `attachments` into `session` with a new idempotency key; returns the
+    /// request's id, which its response carries.
+    func send(_ text: String, attachments: [ChatAttachment], session: String = "agent:main:main") -> String {
+        let number = shared.state.withLock { state in
+            state.sent += 1
+            return state.sent
+        }
+        let params = ChatSendParams(sessionKey: session, message: text, idempotencyKey: UUID().uuidString.lowercased(), attachments: attachments)
+        outgoing.yield(codec.request(id: "other-\(number)", method: "chat.send", params: params))
+        return "other-\(number)"
+    }
+
+    /// The response to request `id`, once it came: whether it was ok, and the error's message.
+    func response(to id: String) -> (ok: Bool, error: String?)? {
+        for case .response(let responseID, let ok, _, let error) in frames where responseID == id { return (ok, error?.message) }
+        return nil
+    }
+
     /// Every frame received so far, decoded.
     var frames: [OpenClawFrame] { shared.state.withLock { $0.received }.compactMap { try? codec.decode($0) } }
 

@@ -181,7 +181,7 @@ import TetherWire
     @Test func keysBecomeActionsAndTheBannerSitsOnTop() throws {
         var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
         for character in "hi" { _ = screen.handle(.character(character), at: start) }
-        #expect(screen.handle(.enter, at: start) == .send("hi"))
+        #expect(screen.handle(.enter, at: start) == .send("hi", images: []))
         screen.apply(try message(.connectionState, ConnectionStatus(phase: .failed, url: "ws://g/ws", epoch: 1, failure: .unreachable)), at: start)
         let frame = screen.render(width: 60, height: 6, at: start)
         #expect(frame.rows.first?.style == .error)

@@ -9,12 +9,15 @@ public struct RecordedMessage: Codable, Hashable, Sendable {
     public var receivedAt: Date
     /// The number of the WebSocket connection it arrived on, from 1.
     public var connection: Int
+    /// OpenClaw: the images it carried that the gateway kept, each as `TYPE BYTES` (`image/png 12345`).
+    public var images: [String]?
 
-    public init(id: String, content: String, receivedAt: Date, connection: Int) {
+    public init(id: String, content: String, receivedAt: Date, connection: Int, images: [String]? = nil) {
         self.id = id
         self.content = content
         self.receivedAt = receivedAt
         self.connection = connection
+        self.images = images
     }
 }
 
@@ -59,9 +62,9 @@ actor GatewayRecord {
     }
 
     /// Records a message by id and text (an OpenClaw `chat.send`: its idempotency key).
-    func add(id: String, content: String, connection: Int, keepingRepeats: Bool = false) -> Bool {
+    func add(id: String, content: String, connection: Int, keepingRepeats: Bool = false, images: [String]? = nil) -> Bool {
         guard seenIDs.insert(id).inserted || keepingRepeats else { return false }
-        let recorded = RecordedMessage(id: id, content: content, receivedAt: Date(), connection: connection)
+        let recorded = RecordedMessage(id: id, content: content, receivedAt: Date(), connection: connection, images: images)
         messages.append(recorded)
         if let file, var line = try? JSONEncoder.gateway.encode(recorded) {
             line.append(0x0A)

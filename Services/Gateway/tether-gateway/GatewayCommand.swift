@@ -91,6 +91,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: seconds an exec approval (a message starting with exec:) waits for a decision.")
     var approvalTimeout: Double = 1800
 
+    @Option(help: "OpenClaw: the largest frame the gateway reads, in bytes (its hello's policy.maxPayload; OpenClaw's own is 26214400).")
+    var maxPayload = 1 << 20
+
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
@@ -141,6 +144,7 @@ struct Serve: AsyncParsableCommand {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
         guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
+        guard maxPayload >= 4096 else { throw ValidationError("--max-payload must be at least 4096 bytes") }
         guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1, approvalTimeout > 0 else {
             throw ValidationError(
                 "--model-retry-delay and --follow-up-delay must not be negative, --queue-cap must be at least 1, and --approval-timeout must be positive")
@@ -170,7 +174,7 @@ struct Serve: AsyncParsableCommand {
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
-                    dedupeWindow: .seconds(dedupeWindow), followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
+                    dedupeWindow: .seconds(dedupeWindow), maximumPayload: maxPayload, followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
                     modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout)) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)

@@ -33,7 +33,7 @@ protocol DeliveryDialect {
     /// The frame that asks the gateway for any answer at once: the probe of a quiet connection.
     static func probeFrame(_ machine: inout DeliveryStateMachine, now: Date) -> Data?
     /// Why a message cannot be carried on the open connection; nil when it can.
-    static func refusal(for content: String, on open: DeliveryStateMachine.Connection) -> DeliveryStateMachine.Refusal?
+    static func refusal(for content: String, attachments: [Attachment], on open: DeliveryStateMachine.Connection) -> DeliveryStateMachine.Refusal?
 }
 
 extension DeliveryStateMachine.ConnectionDialect {

@@ -389,6 +389,8 @@ enum OpenClawDialect: DeliveryDialect {
     ) -> Data? {
         guard case .openClaw(let link) = open.dialect else { return nil }
         let message = machine.pending[index]
+        // A message the gateway lost goes again only with its images, once read back from the outbox.
+        guard !message.imagesToRead else { return nil }
         // Another session's message waits until the connection goes over to it.
         guard machine.sessionOf(message) == link.sessionKey else { return nil }
         // One run at a time in a session, and one message written and unanswered at a time:
@@ -408,9 +410,15 @@ enum OpenClawDialect: DeliveryDialect {
         return request
     }
 
-    static func refusal(for content: String, on open: Machine.Connection) -> Machine.Refusal? {
-        guard case .openClaw(let link) = open.dialect, !link.fits(content) else { return nil }
+    static func refusal(for content: String, attachments: [Attachment], on open: Machine.Connection) -> Machine.Refusal? {
+        guard case .openClaw(let link) = open.dialect, !link.fits(content, attachments: attachments) else { return nil }
+        guard !attachments.isEmpty else {
+            return Machine.Refusal(
+                .tooLarge, "the message is \(content.utf8.count) bytes; the gateway reads frames of at most \(link.maximumPayload ?? 0) bytes: shorten it")
+        }
         return Machine.Refusal(
-            .tooLarge, "the message is \(content.utf8.count) bytes; the gateway reads frames of at most \(link.maximumPayload ?? 0) bytes: shorten it")
+            .tooLarge,
+            "the message's frame would be about \(ImageAttachments.grouped(OpenClawLink.frameSize(content, attachments: attachments))) bytes with its images in base64; the gateway reads frames of at most \(ImageAttachments.grouped(link.maximumPayload ?? 0)) bytes: send a smaller image"
+        )
     }
 }

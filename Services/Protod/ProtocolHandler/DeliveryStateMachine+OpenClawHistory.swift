@@ -36,7 +36,7 @@ extension DeliveryStateMachine {
                 // Only this session's: the same text sent in another is not in this history.
                 sent: transcript.sent.filter { sent in (sent.session.map { $0 == link.sessionKey } ?? true) && !pending.contains { $0.messageID == sent.id } }
                     + pending.filter { $0.everWritten && sessionOf($0) == link.sessionKey }.map {
-                        HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt)
+                        HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt, attachments: $0.attachments)
                     },
                 clockOffset: link.clockOffset, botName: bot.name, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
                 published: { publishedIDs[$0] }))
@@ -148,7 +148,8 @@ extension DeliveryStateMachine {
         pending.insert(
             Pending(
                 id: sent.id.value, sequence: first, content: sent.text, createdAt: sent.createdAt, strategy: .queued, kind: nil, retry: .default,
-                session: sent.session, delivery: .unconfirmed(hold: nil, Attempts(firstAt: sent.createdAt))),
+                session: sent.session, delivery: .unconfirmed(hold: nil, Attempts(firstAt: sent.createdAt)), attachments: sent.attachments,
+                imagesToRead: sent.attachments.count < sent.imageCount),
             at: 0)
         actions.append(.persistRequeued(id: sent.id.value))
         actions.append(

@@ -1,4 +1,5 @@
 import Foundation
+import TetherBus
 import TetherSchema
 import TetherWire
 
@@ -160,8 +161,11 @@ enum SeedDialect: DeliveryDialect {
         try? machine.codec.encodePing(sequence: 0, timestamp: now)
     }
 
-    /// The seeds' JSON sets no limit of its own: the bus's is checked before a send reaches protod.
-    static func refusal(for content: String, on open: Machine.Connection) -> Machine.Refusal? { nil }
+    /// The seeds' JSON sets no limit of its own (the bus's is checked before a send reaches
+    /// protod), and carries no images.
+    static func refusal(for content: String, attachments: [Attachment], on open: Machine.Connection) -> Machine.Refusal? {
+        attachments.isEmpty ? nil : Machine.Refusal(.attachmentRefused, Machine.attachmentsUnavailable + "; the message was not queued")
+    }
 }
 
 extension DeliveryStateMachine {
@@ -208,6 +212,12 @@ extension DeliveryStateMachine {
             return replace(reason: "the gateway answered no ping within \(Self.words(settings.probeDeadline))", into: &actions)
         }
 
+        // Images accepted before any gateway was heard cannot go to this one: the message
+        // fails saying so, rather than going without them.
+        let withImages = pending.filter { !$0.attachments.isEmpty && !$0.everWritten }.map(\.id)
+        if !withImages.isEmpty {
+            settle(withImages, as: .failed, into: &actions) { _ in "not sent: \(Self.attachmentsUnavailable); send the text again without them" }
+        }
         writeDue(on: open, now: now, into: &actions)
         checkOverdue(now: now, into: &actions)
         checkStreams(now: now, into: &actions)

@@ -19,6 +19,11 @@ extension DeliveryStateMachine {
         /// OpenClaw: the session it was sent in, as chosen then; nil for ``Settings/sessionKey``.
         var session: String?
         var delivery: Delivery
+        /// Images sent with it (OpenClaw's `chat.send` carries them every time it is written).
+        var attachments: [Attachment] = []
+        /// Put back to be written again while its images are only in the outbox: it waits
+        /// until they are read back (``Event/imagesRead(id:_:)``).
+        var imagesToRead = false
 
         var messageID: MessageID { MessageID(id) }
         /// Written to the gateway at least once: it may have reached it.

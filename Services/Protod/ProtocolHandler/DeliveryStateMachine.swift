@@ -62,6 +62,9 @@ public struct DeliveryStateMachine: Sendable {
         /// Something for the approval book that is no frame: Tether answered one, or the
         /// gateway said one is no longer waiting.
         case approval(ApprovalBook.Event)
+        /// The images of a message put back to be written again, as read back from the
+        /// outbox after ``Action/persistRequeued(id:)`` (empty: none could be read).
+        case imagesRead(id: String, [Attachment])
         /// Time passed; the owner sends one at ``nextDeadline`` at the latest.
         case tick
     }
@@ -77,6 +80,7 @@ public struct DeliveryStateMachine: Sendable {
         /// End these messages in the outbox with a final status, before saying so.
         case persistFinal(ids: [String], status: DeliveryStatus)
         /// Put a delivered message back in the outbox, to be written again: the gateway lost it.
+        /// Then read its images back from there for the machine (``Event/imagesRead(id:_:)``).
         case persistRequeued(id: String)
         /// Record in the outbox that the gateway holds a message in its queue (OpenClaw).
         case persistInGatewayQueue(id: String, at: Date)
@@ -129,7 +133,12 @@ public struct DeliveryStateMachine: Sendable {
         case tooLarge
         /// The outbox holds as many messages never written as it may (and refuses when full).
         case outboxFull
+        /// Images the gateway would not take, or a gateway that takes none: the words say which.
+        case attachmentRefused
     }
+
+    /// Why images are not sent to a seed gateway, in words.
+    static let attachmentsUnavailable = "images are not available with this gateway: it speaks the seeds' JSON, which carries text only"
 
     public let settings: Settings
     let codec = WireCodec()
@@ -231,7 +240,16 @@ public struct DeliveryStateMachine: Sendable {
 
     /// Decides whether a send may be committed; nothing changes until ``Event/accepted(_:fallbackFrom:)``.
     public mutating func admit(_ request: SendMessageCommand.Request, now: Date) -> Admission {
-        guard !request.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        let attachments = request.attachments ?? []
+        if !attachments.isEmpty {
+            // Said before anything else: no other change to the message would make it go.
+            guard mayBeOpenClaw else { return .refuse(Refusal(.attachmentRefused, Self.attachmentsUnavailable + "; the message was not queued"), actions: []) }
+            if let refusal = ImageAttachments.refusal(for: attachments, text: request.content) {
+                return .refuse(Refusal(.attachmentRefused, refusal.description), actions: [])
+            }
+        }
+        // A message of images alone is sent as OpenClaw's gateway takes one: with no text.
+        guard !attachments.isEmpty || !request.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return .refuse(
                 Refusal(.empty, request.content.isEmpty ? "the message is empty" : "the message is empty: only spaces or line breaks"), actions: [])
         }
@@ -242,7 +260,9 @@ public struct DeliveryStateMachine: Sendable {
             strategy = fallback
         }
         if strategy == .latestOnly, request.kind == nil { return .refuse(Refusal(.noKind, "latestOnly needs a kind"), actions: []) }
-        if let open = connection, let refusal = open.dialect.rules.refusal(for: request.content, on: open) { return .refuse(refusal, actions: []) }
+        if let open = connection, let refusal = open.dialect.rules.refusal(for: request.content, attachments: attachments, on: open) {
+            return .refuse(refusal, actions: [])
+        }
         // A latestOnly message replaces a waiting one of its kind: it takes no more room.
         let replacesOne = strategy == .latestOnly && pending.contains { !$0.everWritten && $0.kind == request.kind && $0.strategy == .latestOnly }
         guard replacesOne || queuedCount < settings.maximumQueued || settings.whenFull == .dropOldest else {
@@ -314,6 +334,16 @@ public struct DeliveryStateMachine: Sendable {
             receive(frame, now: now, into: &actions)
         case .approval(let event):
             approvals(event, now: now, into: &actions)
+        case .imagesRead(let id, let images):
+            guard let index = pending.firstIndex(where: { $0.id == id && $0.imagesToRead }) else { break }
+            guard !images.isEmpty else {
+                settle([id], as: .failed, into: &actions) { _ in
+                    "the gateway lost this message, and its images could not be read back from the outbox: it was not written again"
+                }
+                break
+            }
+            pending[index].attachments = images
+            pending[index].imagesToRead = false
         case .tick:
             break
         }
@@ -361,7 +391,7 @@ public struct DeliveryStateMachine: Sendable {
         return Pending(
             id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
             strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy, session: message.session,
-            delivery: delivery)
+            delivery: delivery, attachments: message.attachments ?? [])
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the
@@ -387,7 +417,7 @@ public struct DeliveryStateMachine: Sendable {
             .publishEntry(
                 TranscriptEntry(
                     id: entry.messageID, sender: .user, content: entry.content, timestamp: entry.createdAt, status: .queued,
-                    session: mayBeOpenClaw ? sessionOf(entry) : nil)))
+                    session: mayBeOpenClaw ? sessionOf(entry) : nil, attachments: entry.attachments.isEmpty ? nil : entry.attachments.map(\.note))))
         actions.append(.publishDelivery(DeliveryUpdate(id: entry.messageID, status: .queued)))
         if entry.strategy == .immediate && !canWrite {
             settle([entry.id], as: .failed, into: &actions) { _ in "not connected, and the message was to be sent immediately" }

@@ -35,12 +35,20 @@ public struct HistoryMerge: Sendable, Equatable {
         public var createdAt: Date
         /// The session it was sent in (canonical); nil when not known.
         public var session: String?
+        /// The images it carried, when protod holds them, to be written again with it if the
+        /// gateway lost it.
+        public var attachments: [Attachment]
+        /// How many images it carried (known from its transcript entry even when their bytes
+        /// are only in the outbox).
+        public var imageCount: Int
 
-        public init(id: MessageID, text: String, createdAt: Date, session: String? = nil) {
+        public init(id: MessageID, text: String, createdAt: Date, session: String? = nil, attachments: [Attachment] = [], imageCount: Int? = nil) {
             self.id = id
             self.text = text
             self.createdAt = createdAt
             self.session = session
+            self.attachments = attachments
+            self.imageCount = imageCount ?? attachments.count
         }
     }
 

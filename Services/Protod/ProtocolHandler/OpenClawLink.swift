@@ -65,10 +65,16 @@ struct OpenClawLink: Sendable, Equatable {
         key == sessionKey || OpenClawProtocol.canonicalSessionKey(key, mainSessionKey: mainSessionKey) == sessionKey
     }
 
-    /// Whether a message's `chat.send` fits in the gateway's largest frame.
-    func fits(_ content: String) -> Bool {
+    /// Whether a message's `chat.send`, with its images, fits in the gateway's largest frame.
+    func fits(_ content: String, attachments: [Attachment] = []) -> Bool {
         guard let maximumPayload else { return true }
-        return content.utf8.count + ChatSendParams.frameOverhead <= maximumPayload
+        return Self.frameSize(content, attachments: attachments) <= maximumPayload
+    }
+
+    /// About how large a message's `chat.send` frame is, with its images (escapes aside).
+    static func frameSize(_ content: String, attachments: [Attachment]) -> Int {
+        let images = attachments.reduce(0) { $0 + $1.content.utf8.count + ChatSendParams.attachmentOverhead + $1.name.utf8.count + $1.mimeType.utf8.count }
+        return content.utf8.count + images + ChatSendParams.frameOverhead
     }
 
     private static let codec = OpenClawCodec()
@@ -81,7 +87,10 @@ struct OpenClawLink: Sendable, Equatable {
         Data(
             Self.codec.request(
                 id: Self.sendRequestID(message.id), method: "chat.send",
-                params: ChatSendParams(sessionKey: sessionKey, message: message.content, idempotencyKey: message.id)
+                params: ChatSendParams(
+                    sessionKey: sessionKey, message: message.content, idempotencyKey: message.id,
+                    attachments: message.attachments.isEmpty
+                        ? nil : message.attachments.map { ChatAttachment(mimeType: $0.mimeType, fileName: $0.name, content: $0.content) })
             ).utf8)
     }
 

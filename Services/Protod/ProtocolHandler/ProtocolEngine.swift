@@ -88,7 +88,7 @@ actor ProtocolEngine {
                 do {
                     enqueued = try await outbox.enqueue(
                         id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry,
-                        session: context.machine.chosenSession)
+                        session: context.machine.chosenSession, attachments: request.attachments)
                     storage.wrote()
                 } catch {
                     guard let words = storage.fullDiskWords(for: error) else { throw error }
@@ -363,6 +363,8 @@ actor ProtocolEngine {
             try await outbox.finish(ids, as: status)
         case .persistRequeued(let id):
             try await outbox.requeue(id: id)
+            // Its images may be in the outbox only: the machine holds such a message until they come.
+            driver.send(.imagesRead(id: id, try await outbox.message(id: id)?.attachments ?? []))
         case .persistInGatewayQueue(let id, let at):
             try await outbox.markInGatewayQueue(id: id, at: at)
         case .publishEntry(let entry):

@@ -23,7 +23,9 @@ struct TranscriptMemory: Sendable {
         if entries[entry.id] == nil {
             order.append(entry.id)
             if entry.sender == .user, entry.status != .failed, entry.status != .cancelled, entry.status != .expired, entry.isTethers {
-                sent.append(HistoryMerge.Sent(id: entry.id, text: entry.content, createdAt: entry.timestamp, session: entry.session))
+                sent.append(
+                    HistoryMerge.Sent(
+                        id: entry.id, text: entry.content, createdAt: entry.timestamp, session: entry.session, imageCount: entry.attachments?.count ?? 0))
             }
         }
         entries[entry.id] = (entry.content, entry.status)

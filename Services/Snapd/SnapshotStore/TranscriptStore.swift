@@ -97,6 +97,12 @@ public struct TranscriptStore: Sendable {
                     INSERT INTO transcript_search(transcript_search) VALUES ('rebuild');
                     """)
         }
+        migrator.registerMigration("add attachments") { db in
+            // The images sent with a user message: a JSON array of ``AttachmentNote`` (never the bytes).
+            try db.alter(table: "transcript") { table in
+                table.add(column: "attachments", .text)
+            }
+        }
         return migrator
     }
 
@@ -213,12 +219,13 @@ public struct TranscriptStore: Sendable {
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: """
-                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision,
+                                            attachments)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value,
-                    entry.attribution?.rawValue, entry.detail, entry.session, revision,
+                    entry.attribution?.rawValue, entry.detail, entry.session, revision, try attachmentsColumn(entry.attachments),
                 ])
             return
         }
@@ -230,12 +237,19 @@ public struct TranscriptStore: Sendable {
         try db.execute(
             sql: """
                 UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
-                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?) WHERE id = ?
+                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?),
+                attachments = COALESCE(?, attachments) WHERE id = ?
                 """,
             arguments: [
                 entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, entry.session,
-                revision, entry.id.value,
+                revision, try attachmentsColumn(entry.attachments), entry.id.value,
             ])
+    }
+
+    /// The `attachments` column of an entry: its notes as JSON, or NULL.
+    private static func attachmentsColumn(_ notes: [AttachmentNote]?) throws -> String? {
+        guard let notes, !notes.isEmpty else { return nil }
+        return String(decoding: try BusSchema.encoder.encode(notes), as: UTF8.self)
     }
 
     private static func apply(_ delivery: DeliveryUpdate, in db: Database) throws {
@@ -359,7 +373,10 @@ public struct TranscriptStore: Sendable {
             id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
             status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
             attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], author: author,
-            session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision)
+            session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision,
+            attachments: (row.hasColumn("attachments") ? row["attachments"] as String? : nil).flatMap {
+                try? BusSchema.decoder.decode([AttachmentNote].self, from: Data($0.utf8))
+            })
     }
 
     // MARK: A damaged store

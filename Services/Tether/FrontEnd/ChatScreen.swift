@@ -15,7 +15,10 @@ public enum Key: Sendable, Equatable {
 
 /// What the terminal UI must do for a key.
 public enum ChatAction: Sendable, Equatable {
-    case send(String)
+    /// Send the text, with the images attached to it (`/attach`).
+    case send(String, images: [Attachment])
+    /// Read the image at this path and attach it to the next message (`/attach PATH`).
+    case attach(String)
     case reconnect
     /// Save the display, suspend the connection, stop the process until it is continued.
     case suspend
@@ -99,6 +102,8 @@ public struct ChatScreen: Sendable {
     public let canSuspend: Bool
     /// What changed since the screen was last drawn (``update(width:height:at:)``).
     private var owed = Owed.everything
+    /// The images `/attach` added, sent with the next message; shown above the input line.
+    public private(set) var images: [Attachment] = []
 
     /// What the screen owes the terminal, least to most.
     private enum Owed: Int, Comparable {
@@ -250,7 +255,10 @@ public struct ChatScreen: Sendable {
             guard let line = composer.submit() else { return nil }
             scrollOffset = 0
             owe(.everything)
-            return Self.command(in: line) ?? .send(line)
+            if let command = Self.command(in: line) { return command }
+            if let handled = attachmentCommand(in: line) { return handled }
+            defer { images = [] }
+            return .send(line, images: images)
         case .backspace, .delete, .left, .right, .home, .control("a"), .end, .control("e"), .up, .down:
             edit(key)
             owe(.inputLine)
@@ -316,6 +324,50 @@ public struct ChatScreen: Sendable {
         report(problem)
     }
 
+    /// `/attach PATH` (read at the edge: ``attach(_:)`` takes what was read), `/attach` (lists
+    /// what is attached) and `/detach` (removes it all); nil for anything else. A command done
+    /// here returns an action of none, ``ChatAction/attach(_:)`` otherwise.
+    private mutating func attachmentCommand(in line: String) -> ChatAction?? {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        if trimmed == "/attach" {
+            report(
+                images.isEmpty
+                    ? "nothing attached: /attach PATH adds an image (PNG, JPEG, GIF or WebP) to the next message"
+                    : "attached to the next message: \(images.map(\.note.words).joined(separator: "; ")); /detach removes them")
+            return .some(nil)
+        }
+        if trimmed == "/detach" {
+            report(
+                images.isEmpty
+                    ? "nothing was attached" : "removed \(images.count == 1 ? "the image" : "the \(images.count) images"): the next message goes without")
+            images = []
+            return .some(nil)
+        }
+        guard trimmed.hasPrefix("/attach ") else { return nil }
+        return .some(.attach(String(trimmed.dropFirst("/attach ".count)).trimmingCharacters(in: .whitespaces)))
+    }
+
+    /// Attaches an image read for `/attach`, or says why it cannot be, in words: a file that
+    /// is not an image, too large, unreadable, or more than one message carries with the others.
+    public mutating func attach(_ read: Result<Attachment, AttachmentRefusal>) {
+        switch read {
+        case .failure(let refusal): report("not attached: \(refusal)")
+        case .success(let image):
+            if let refusal = ImageAttachments.refusal(for: images + [image], text: "") {
+                report("not attached: \(refusal)")
+                return
+            }
+            images.append(image)
+            report("attached \(image.note.words): it goes with the next message")
+        }
+    }
+
+    /// Puts back images whose message was not sent, for the next one.
+    public mutating func keep(_ unsent: [Attachment]) {
+        images = unsent + images
+        owe(.everything)
+    }
+
     /// Says something went wrong with what the user asked, until the next key.
     public mutating func report(_ problem: String) {
         notice = problem
@@ -371,7 +423,7 @@ public struct ChatScreen: Sendable {
         for problem in storage.current where rows.count < height - 3 {
             rows.append(ScreenRow(" " + TerminalText.fit("Storage: " + problem + "   (Esc hides)", width: width - 1), .error))
         }
-        let composerRows = 1
+        let composerRows = images.isEmpty ? 1 : 2
         let statusRows = 1
         var area = height - rows.count - composerRows - statusRows
         if let choices = sessionChoices {
@@ -392,6 +444,10 @@ public struct ChatScreen: Sendable {
         rows.append(contentsOf: visible)
         rows.append(contentsOf: prompt)
         rows.append(ScreenRow(TerminalText.fit(statusLine(scrolled: offset), width: width), .dim))
+        if !images.isEmpty {
+            let words = "Attached: \(images.map(\.note.words).joined(separator: "; ")) (/detach removes)"
+            rows.append(ScreenRow(TerminalText.fit(words, width: width), .title))
+        }
         let (input, cursorColumn) = inputLine(width: width)
         rows.append(input)
         return ScreenFrame(rows: rows, cursorRow: rows.count - 1, cursorColumn: cursorColumn)
@@ -451,8 +507,9 @@ public struct ChatScreen: Sendable {
         if let session = entry.session, let shown, session != shown { return "[\(session)] " + text(of: entry) }
         switch entry.sender {
         case .user:
-            if let author = entry.author { return "\(author): \(entry.content)" }
-            return "You: \(entry.content)  \(entry.status.mark)"
+            let content = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " \($0)" } ?? "")
+            if let author = entry.author { return "\(author): \(content)" }
+            return "You: \(content)  \(entry.status.mark)"
         case .bot(let name):
             return "\(name.isEmpty ? "Bot" : name): \(entry.content)"
                 + (entry.status == .incomplete ? "  ✗ incomplete" + (entry.detail.map { ": \($0)" } ?? "") : "")

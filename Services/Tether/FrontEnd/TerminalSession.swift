@@ -76,15 +76,22 @@ public final class TerminalSession: Sendable {
     /// Does what the terminal asked; false once the session is over.
     private func perform(_ event: TerminalEvent) async -> Bool {
         switch event {
-        case .action(.send(let text), _):
+        case .action(.send(let text, let images), _):
             do {
-                let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text))
+                let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text, attachments: images.isEmpty ? nil : images))
                 if reply.status == .failed { report("not sent: the message was refused") }
             } catch  where error.wentUnanswered {
                 report("not confirmed: " + Conversation.unansweredSend)
             } catch {
-                report("not sent: \(error)")
+                // Refused before it was queued: its images stay attached for the next message.
+                screen.withLock { $0.keep(images) }
+                report("not sent: \(error)" + (images.isEmpty ? "" : "; the images stay attached"))
             }
+        case .action(.attach(let path), _):
+            // The file is read here, at the edge; the screen decides what to do with it.
+            let read = ImageAttachments.attachment(at: (path as NSString).expandingTildeInPath)
+            screen.withLock { $0.attach(read) }
+            changed()
         case .action(.reconnect, _):
             await connection(.reconnect)
         case .action(.listSessions, _):
@@ -211,7 +218,7 @@ public final class TerminalSession: Sendable {
                 screen.withLock { $0.invalidate() }
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .reconnect, .abort, .listSessions, .useSession, .approve:
+            case .send, .attach, .reconnect, .abort, .listSessions, .useSession, .approve:
                 break
             }
         }

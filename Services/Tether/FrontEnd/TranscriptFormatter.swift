@@ -20,8 +20,9 @@ public struct TranscriptFormatter: Sendable {
         if let session = entry.session, let shown, session != shown { time += " [\(session)]" }
         switch entry.sender {
         case .user:
-            if let author = entry.author { return "\(time) \(author): \(entry.content)" }
-            return "\(time) you: \(entry.content) [\(entry.status.rawValue)]"
+            let content = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " \($0)" } ?? "")
+            if let author = entry.author { return "\(time) \(author): \(content)" }
+            return "\(time) you: \(content) [\(entry.status.rawValue)]"
         case .bot(let name):
             let suffix = entry.status == .incomplete ? " [incomplete" + (entry.detail.map { ": \($0)" } ?? "") + "]" : ""
             return "\(time) \(name.isEmpty ? "bot" : name): \(entry.content)\(suffix)"

@@ -93,8 +93,15 @@ struct Send: AsyncParsableCommand {
     @OptionGroup var options: ProgramOptions
     @OptionGroup(title: "A bus on another host") var remote: RemoteBusOptions
 
-    @Argument(help: "The message.")
-    var text: [String]
+    @Argument(help: "The message (may be empty with --attach).")
+    var text: [String] = []
+
+    @Option(
+        name: .customLong("attach"),
+        help: ArgumentHelp(
+            "An image to send with the message (PNG, JPEG, GIF or WebP, at most 5,000,000 bytes; OpenClaw gateways only); repeatable.",
+            valueName: "file"))
+    var attachments: [String] = []
 
     @Option(help: "Seconds to wait for the acknowledgement and the reply.")
     var timeout: Double = 30
@@ -122,7 +129,7 @@ struct Send: AsyncParsableCommand {
         guard Self.argumentsAreUTF8 else {
             throw ValidationError("the message is not valid UTF-8 text (check the terminal's or the file's encoding): nothing was sent")
         }
-        guard !text.joined().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard !text.joined().trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || !attachments.isEmpty else {
             throw ValidationError("the message is empty (only spaces or line breaks): nothing was sent")
         }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
@@ -138,11 +145,26 @@ struct Send: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Each file is read and checked before anything is sent: a refusal loses nothing.
+        var images: [Attachment] = []
+        for path in attachments {
+            switch ImageAttachments.attachment(at: path) {
+            case .success(let attachment): images.append(attachment)
+            case .failure(let refusal):
+                say("\(refusal); nothing was sent")
+                throw ExitCode(.refused)
+            }
+        }
+        let content = text.joined(separator: " ")
+        if let refusal = ImageAttachments.refusal(for: images, text: content) {
+            say("\(refusal); nothing was sent")
+            throw ExitCode(.refused)
+        }
         let bus = try openBus(options, remote)
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
-            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry)
+            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry, attachments: images.isEmpty ? nil : images)
         // A front end while it runs: a connection suspended because none was attached resumes.
         let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send")
         let announcing = Task { await presence.run() }
@@ -152,7 +174,7 @@ struct Send: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
                 throw ExitCode(.notDone)
             }
-            outcome = try await conversation.send(text.joined(separator: " "), options: request, timeout: .seconds(timeout)) {
+            outcome = try await conversation.send(content, options: request, timeout: .seconds(timeout)) {
                 if let warning = $0.warning { say("warning: \(warning)") }
             }
         } catch {

@@ -16,11 +16,17 @@ public struct PageLimits: Codable, Equatable, Sendable {
     /// OpenClaw: a message fits the gateway when its UTF-8 bytes and these are within the
     /// gateway's `maximumPayload` (in `conn.state`'s `gateway`).
     public var gatewayOverheadBytes: Int
+    /// The most base64 a message's images take together when its text is empty; each byte
+    /// of text takes two from it (``ImageAttachments/busRoom(forText:)``).
+    public var attachmentBytes: Int
+    /// The largest image the gateway takes, decoded.
+    public var imageBytes: Int
 
     /// tether-web's limits, from the bus's.
     public static let standard = PageLimits(
         messageBytes: BusSchema.maximumBodySize - commandRoom, draftBytes: BusSchema.maximumBodySize - commandRoom,
-        frameBytes: BusSchema.maximumBodySize + 64 * 1024, gatewayOverheadBytes: ChatSendParams.frameOverhead)
+        frameBytes: BusSchema.maximumBodySize + 64 * 1024, gatewayOverheadBytes: ChatSendParams.frameOverhead,
+        attachmentBytes: ImageAttachments.busRoom(forText: ""), imageBytes: ImageAttachments.maximumBytes)
 
     /// Room in a command's body for its fields besides the text (id, strategy, front end).
     static let commandRoom = 4 * 1024

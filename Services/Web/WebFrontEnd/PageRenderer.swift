@@ -121,8 +121,11 @@ public struct PageRenderer: Sendable {
             <p id="size-note" class="notice" aria-live="polite" hidden></p>
             <form id="composer" class="composer">
             <label for="message" class="visually-hidden">Message</label>
-            <textarea id="message" name="message" rows="2" autofocus aria-describedby="size-note" placeholder="Type a message; Enter sends, Shift+Enter starts a new line">\(escape(frame.draft))</textarea>
+            <ul id="attachments" class="attachments" aria-label="Images sent with the next message" hidden></ul>
+            <textarea id="message" name="message" rows="2" autofocus aria-describedby="size-note" placeholder="Type a message; Enter sends, Shift+Enter starts a new line; paste or drop an image to attach it">\(escape(frame.draft))</textarea>
             <button type="submit">Send</button>
+            <button type="button" id="attach">Attach image</button>
+            <input type="file" id="attach-file" accept="image/png,image/jpeg,image/gif,image/webp" multiple hidden>
             </form>
             </div>
             <script type="application/json" id="first-frame">\(json(frame))</script>
@@ -141,8 +144,9 @@ public struct PageRenderer: Sendable {
                     #"<li class="other" data-id="\#(escape(entry.id.value))"><span class="who">\#(escape(author)):</span> <span class="text">\#(escape(entry.content))</span></li>"#
             }
             let mark = entry.status.mark
+            let text = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " " + $0 } ?? "")
             return
-                #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(entry.content))</span> <span class="mark">\#(mark)</span></li>"#
+                #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(text))</span> <span class="mark">\#(mark)</span></li>"#
         case .bot(name: let name):
             let cut = entry.status == .incomplete ? #"<span class="mark bad">✗ cut off</span>"# : ""
 

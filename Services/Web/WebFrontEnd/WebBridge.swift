@@ -15,6 +15,8 @@ enum PageMessage {
         var session: String?
         /// With `approve`: allow-once, allow-always or deny (the approval's id is `id`).
         var decision: String?
+        /// With `send`: the images sent with the message.
+        var attachments: [Attachment]?
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
@@ -75,7 +77,7 @@ public struct WebBridge: Sendable {
                 return PageMessage.answer(["type": "problem", "message": "a send needs an id and content"])
             }
             do {
-                let reply = try await bus.request(SendMessageCommand.self, .init(id: MessageID(id), content: content))
+                let reply = try await bus.request(SendMessageCommand.self, .init(id: MessageID(id), content: content, attachments: request.attachments))
                 var fields: [String: Any] = ["type": "sendResult", "id": id, "status": reply.status.rawValue]
                 if let warning = reply.warning { fields["warning"] = warning }
                 return PageMessage.answer(fields)

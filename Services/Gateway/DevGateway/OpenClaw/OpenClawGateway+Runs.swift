@@ -99,20 +99,29 @@ extension OpenClawGateway {
             )
         }
         let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil) }
+        // Checked before the attachments are looked at: images all dropped later still start a run.
+        let attached = (send.attachments ?? []).filter { $0.content?.isEmpty == false }
+        guard !text.isEmpty || !attached.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil) }
+        let parsed: (message: String, images: [ReceivedImage])
+        switch Self.parseAttachments(attached, message: send.message) {
+        case .kept(let message, let images): parsed = (message, images)
+        case .refused(let error): return ((false, nil, error), nil)
+        }
         let session = Self.canonical(send.sessionKey)
         if text == "/stop" {
             let aborted = await abort(sessionKey: session, echoing: send.sessionKey, runID: nil, reason: "stop")
             return ((true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil), nil)
         }
-        _ = await record.add(id: key, content: send.message, connection: link.connection, keepingRepeats: true)
+        _ = await record.add(
+            id: key, content: send.message, connection: link.connection, keepingRepeats: true,
+            images: parsed.images.isEmpty ? nil : parsed.images.map { "\($0.mimeType) \($0.bytes)" })
         let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
         if isBusy(session) {
-            enqueue(Queued(text: send.message, at: Date(), senderLabel: link.senderLabel), in: session)
+            enqueue(Queued(text: parsed.message, at: Date(), senderLabel: link.senderLabel, images: parsed.images), in: session)
             finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
             return (started, (key, session))
         }
-        start(key, message: send.message, sessionKey: session, senderLabel: link.senderLabel)
+        start(key, message: parsed.message, sessionKey: session, senderLabel: link.senderLabel, images: parsed.images)
         return (started, nil)
     }
 
@@ -145,12 +154,13 @@ extension OpenClawGateway {
 
     /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
     /// session's orphan after a restart in the middle of a run).
-    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?) {
+    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = []) {
         var entry = message
         if let orphan = orphans.removeValue(forKey: sessionKey) {
             entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
         }
-        let user = ChatTranscriptMessage(role: "user", text: entry, timestamp: OpenClawProtocol.milliseconds(Date()), senderLabel: senderLabel)
+        var user = ChatTranscriptMessage(role: "user", text: entry, timestamp: OpenClawProtocol.milliseconds(Date()), senderLabel: senderLabel)
+        if case .array(let blocks)? = user.content, !images.isEmpty { user.content = .array(blocks + Self.imageBlocks(images)) }
         // As the gateway: a brand-new session's first user entry appears only with its reply.
         if transcripts[sessionKey]?.contains(where: { $0.role == "assistant" }) == true {
             activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey))
@@ -158,7 +168,7 @@ extension OpenClawGateway {
             activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user)
         }
         Task {
-            await self.run(runID, message: message, sessionKey: sessionKey)
+            await self.run(runID, message: message, sessionKey: sessionKey, images: images)
             await self.runEnded(in: sessionKey)
         }
     }
@@ -178,7 +188,7 @@ extension OpenClawGateway {
         } else {
             return
         }
-        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel)
+        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel, images: turn.images)
     }
 
     /// How the gateway's time stamps read: `Thu 2026-11-26 08:14 UTC`.
@@ -204,11 +214,12 @@ extension OpenClawGateway {
     /// Streams the bot's reply as `chat` deltas beside `agent` events, then the final (unless
     /// aborted meanwhile); with the `modelFailure` fault, the model fails every attempt and no
     /// `chat` event is sent at all.
-    private func run(_ runID: String, message: String, sessionKey: String) async {
+    private func run(_ runID: String, message: String, sessionKey: String, images: [ReceivedImage]) async {
         await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
         let current = faults.current
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
-        var reply = bot.reply(to: message)
+        // The development bot says what it received, so that a test sees an image arrived, once.
+        var reply = [message.isEmpty ? nil : bot.reply(to: message), Self.receivedWords(images)].compactMap { $0 }.joined(separator: "\n")
         if let command = Self.execCommand(in: message) {
             let decision = await approval(toRun: command, runID: runID, sessionKey: sessionKey)
             guard activeRuns[runID]?.aborted == false else { return }

@@ -99,6 +99,7 @@ actor OpenClawGateway {
         var text: String
         var at: Date
         var senderLabel: String?
+        var images: [ReceivedImage] = []
     }
 
     /// A session's user entry left without a reply by a restart in the middle of its run: the

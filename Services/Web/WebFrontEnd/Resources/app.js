@@ -23,6 +23,9 @@ const networkNews = document.getElementById("network-news");
 const notice = document.getElementById("notice");
 const form = document.getElementById("composer");
 const input = document.getElementById("message");
+const attachmentList = document.getElementById("attachments");
+const attachButton = document.getElementById("attach");
+const fileInput = document.getElementById("attach-file");
 const statusFields = {
   connection: document.getElementById("status-connection"),
   network: document.getElementById("status-network"),
@@ -40,7 +43,7 @@ const entries = new Map();
 const streams = new Map();
 const utf8 = new TextEncoder();
 /** The sizes tether-web reads and carries (PageLimits); a snapshot brings them again. */
-let limits = frame.limits || { messageBytes: 1044480, draftBytes: 1044480, frameBytes: 1114112, gatewayOverheadBytes: 512 };
+let limits = frame.limits || { messageBytes: 1044480, draftBytes: 1044480, frameBytes: 1114112, gatewayOverheadBytes: 512, attachmentBytes: 983040, imageBytes: 5000000 };
 /** OpenClaw: the largest frame the gateway reads, from conn.state; null when not known. */
 let gatewayPayload = (frame.connection && frame.connection.gateway && frame.connection.gateway.maximumPayload) || null;
 
@@ -62,6 +65,92 @@ function tooLarge(text) {
       + " in a message. Shorten it or send it in parts.";
   }
   return null;
+}
+
+/** `12,345`. */
+function grouped(number) { return String(number).replace(/\B(?=(\d{3})+(?!\d))/g, ","); }
+
+/** The image type of a file's first bytes (PNG, JPEG, GIF, WebP), as ImageAttachments.sniff tells it; null for anything else. */
+function sniff(bytes) {
+  const starts = (magic, at = 0) => bytes.length >= at + magic.length && magic.every((byte, index) => bytes[at + index] === byte);
+  const ascii = (text) => Array.from(text, (character) => character.charCodeAt(0));
+  if (starts([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png";
+  if (starts([0xff, 0xd8, 0xff])) return "image/jpeg";
+  if (starts(ascii("GIF87a")) || starts(ascii("GIF89a"))) return "image/gif";
+  if (starts(ascii("RIFF")) && starts(ascii("WEBP"), 8)) return "image/webp";
+  return null;
+}
+
+function base64(bytes) {
+  let binary = "";
+  for (let index = 0; index < bytes.length; index += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(index, index + 0x8000));
+  return btoa(binary);
+}
+
+/** `cat.png (image/png, 12,345 bytes)`. */
+function attachmentWords(note) { return note.name + " (" + note.mimeType + ", " + grouped(note.bytes) + " bytes)"; }
+
+/** `[image: cat.png (image/png, 12,345 bytes)]` after a message's text, when it carried images. */
+function withAttachments(entry) {
+  const notes = entry.attachments || [];
+  if (notes.length === 0) return entry.content;
+  const words = "[" + (notes.length === 1 ? "image" : "images") + ": " + notes.map(attachmentWords).join("; ") + "]";
+  return entry.content ? entry.content + " " + words : words;
+}
+
+/** The images attached to the next message: {name, mimeType, content, bytes}. */
+let attached = [];
+
+/** Why these images cannot go with `text` (what protod would say), in words; null when they can. */
+function attachmentsTooLarge(images, text) {
+  if (images.length === 0) return null;
+  const total = images.reduce((sum, image) => sum + image.content.length, 0);
+  const room = limits.attachmentBytes - 2 * utf8.encode(text).length;
+  if (total <= room) return null;
+  const decoded = images.reduce((sum, image) => sum + image.bytes, 0);
+  return "the image" + (images.length === 1 ? " is " : "s are ") + grouped(decoded) + " bytes; with this text, Tether's bus carries at most "
+    + grouped(Math.max(0, Math.floor(room / 4) * 3)) + " bytes of images with one message (the gateway itself would take up to "
+    + grouped(limits.imageBytes) + " bytes an image): send a smaller image";
+}
+
+/** Reads a file the person chose, pasted or dropped, and attaches it, or says in words why not. */
+async function attachFile(file) {
+  const name = file.name || "pasted image";
+  if (file.size === 0) { notice.textContent = "Not attached: " + name + " is empty: there is no image to send"; return; }
+  if (file.size > limits.imageBytes) {
+    notice.textContent = "Not attached: " + name + " is " + grouped(file.size) + " bytes; the gateway takes images of at most " + grouped(limits.imageBytes) + " bytes";
+    return;
+  }
+  let bytes;
+  try { bytes = new Uint8Array(await file.arrayBuffer()); } catch (_) { notice.textContent = "Not attached: " + name + " cannot be read"; return; }
+  const mimeType = sniff(bytes);
+  if (!mimeType) {
+    notice.textContent = "Not attached: " + name + " is not an image Tether can send: only PNG, JPEG, GIF and WebP are, told by the file's bytes, not its name (the gateway would drop anything else without a word)";
+    return;
+  }
+  const image = { name, mimeType, content: base64(bytes), bytes: bytes.length };
+  const words = attachmentsTooLarge(attached.concat([image]), input.value);
+  if (words) { notice.textContent = "Not attached: " + words; return; }
+  attached.push(image);
+  notice.textContent = "";
+  showAttached();
+}
+
+/** The images waiting for the next message, each with a button that removes it. */
+function showAttached() {
+  attachmentList.textContent = "";
+  attachmentList.hidden = attached.length === 0;
+  for (const image of attached) {
+    const item = document.createElement("li");
+    item.append(attachmentWords(image) + " ");
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "Remove";
+    remove.setAttribute("aria-label", "Remove " + image.name);
+    remove.addEventListener("click", () => { attached = attached.filter((other) => other !== image); showAttached(); input.focus(); });
+    item.append(remove);
+    attachmentList.append(item);
+  }
 }
 
 /**
@@ -97,7 +186,8 @@ function pending() {
   let kept;
   try { kept = JSON.parse(localStorage.getItem(PENDING_KEY) || "[]"); } catch (_) { return []; }
   if (!Array.isArray(kept)) return [];
-  return kept.filter((waiting) => waiting && typeof waiting.id === "string" && typeof waiting.content === "string");
+  return kept.filter((waiting) => waiting && typeof waiting.id === "string" && typeof waiting.content === "string"
+    && (waiting.attachments === undefined || Array.isArray(waiting.attachments)));
 }
 /** Keeps the waiting messages; false when the browser's storage refused them (full, or off). */
 function setPending(messages) {
@@ -188,7 +278,7 @@ function update(view, entry, streaming) {
     + (mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":"));
   const textClass = "text" + (streaming ? " streaming" : "");
   if (view.text.className !== textClass) view.text.className = textClass;
-  setWords(view.textWords, entry.content);
+  setWords(view.textWords, mine ? withAttachments(entry) : entry.content);
   const status = entry.status || "sending";
   const marked = mine || status === "incomplete";
   if (view.mark.hidden === marked) view.mark.hidden = !marked;
@@ -454,7 +544,7 @@ function connect() {
     transmit("snapshot", { session: shownSession });
     // What was typed while tether-web could not be reached is saved now.
     saveDraftNow();
-    for (const waiting of pending()) transmit("send", { id: waiting.id, content: waiting.content }, waiting.id);
+    for (const waiting of pending()) transmit("send", sendFields(waiting), waiting.id);
   };
   socket.onmessage = (event) => receive(event.data);
   socket.onclose = (event) => {
@@ -526,14 +616,26 @@ function fail(id, words) {
   render();
 }
 
-function send(content) {
+/** A waiting message as the send request carries it: its images without the page's own `bytes`. */
+function sendFields(waiting) {
+  const fields = { id: waiting.id, content: waiting.content };
+  if (waiting.attachments && waiting.attachments.length > 0) {
+    fields.attachments = waiting.attachments.map((image) => ({ name: image.name, mimeType: image.mimeType, content: image.content }));
+  }
+  return fields;
+}
+
+function send(content, images) {
   const id = crypto.randomUUID();
-  if (!setPending(pending().concat([{ id, content }]))) {
+  const waiting = { id, content };
+  if (images.length > 0) waiting.attachments = images;
+  if (!setPending(pending().concat([waiting]))) {
     notice.textContent = "The browser's storage is full: this message is kept only while this page is open, until tether-web has it.";
   }
-  entries.set(id, { id: { value: id }, sender: { type: "user" }, content, status: "sending" });
+  const notes = images.map((image) => ({ name: image.name, mimeType: image.mimeType, bytes: image.bytes }));
+  entries.set(id, { id: { value: id }, sender: { type: "user" }, content, status: "sending", attachments: notes.length > 0 ? notes : undefined });
   render();
-  if (socket && socket.readyState === WebSocket.OPEN) transmit("send", { id, content }, id);
+  if (socket && socket.readyState === WebSocket.OPEN) transmit("send", sendFields(waiting), id);
 }
 
 /** The draft's length when tether-web last refused it: not offered again until it changes. */
@@ -574,14 +676,36 @@ function saveDraft() {
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = input.value;
-  if (!content.trim()) { notice.textContent = "The message is empty."; return; }
-  const words = tooLarge(content);
+  if (!content.trim() && attached.length === 0) { notice.textContent = "The message is empty."; return; }
+  const words = tooLarge(content) || attachmentsTooLarge(attached, content);
   if (words) { notice.textContent = "Not sent: " + words; return; }
   notice.textContent = "";
   input.value = "";
   checkComposer();
-  send(content);
+  send(content, attached);
+  attached = [];
+  showAttached();
   saveDraft();
+});
+attachButton.addEventListener("click", () => fileInput.click());
+fileInput.addEventListener("change", async () => {
+  for (const file of Array.from(fileInput.files || [])) await attachFile(file);
+  fileInput.value = "";
+});
+input.addEventListener("paste", async (event) => {
+  const files = Array.from((event.clipboardData && event.clipboardData.files) || []);
+  if (files.length === 0) return;
+  event.preventDefault();
+  for (const file of files) await attachFile(file);
+});
+form.addEventListener("dragover", (event) => {
+  if (event.dataTransfer && Array.from(event.dataTransfer.types).includes("Files")) event.preventDefault();
+});
+form.addEventListener("drop", async (event) => {
+  const files = Array.from((event.dataTransfer && event.dataTransfer.files) || []);
+  if (files.length === 0) return;
+  event.preventDefault();
+  for (const file of files) await attachFile(file);
 });
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); form.requestSubmit(); }
@@ -596,7 +720,10 @@ try { localStorage.setItem(PAGE_KEY, document.documentElement.dataset.pageKey ||
 applySnapshot(frame);
 // What this browser kept: messages still waiting, unless they can never be sent.
 for (const waiting of pending()) {
-  if (!entries.has(waiting.id)) entries.set(waiting.id, { id: { value: waiting.id }, sender: { type: "user" }, content: waiting.content, status: "sending" });
+  if (!entries.has(waiting.id)) {
+    const notes = (waiting.attachments || []).map((image) => ({ name: image.name, mimeType: image.mimeType, bytes: image.bytes }));
+    entries.set(waiting.id, { id: { value: waiting.id }, sender: { type: "user" }, content: waiting.content, status: "sending", attachments: notes.length > 0 ? notes : undefined });
+  }
   const words = tooLarge(waiting.content);
   if (words) fail(waiting.id, words.replace(/ Shorten it.*/, ""));
 }
