@@ -77,6 +77,13 @@ public struct TranscriptStore: Sendable {
             }
             try db.create(index: "transcript_session", on: "transcript", columns: ["session", "position"])
         }
+        migrator.registerMigration("add tool calls and thinking") { db in
+            // OpenClaw: an entry that is a tool call (its JSON), and the model's thinking.
+            try db.alter(table: "transcript") { table in
+                table.add(column: "tool", .blob)
+                table.add(column: "thinking", .text)
+            }
+        }
         return migrator
     }
 
@@ -190,15 +197,16 @@ public struct TranscriptStore: Sendable {
             case .bot(let name): ("bot", name)
             }
         let revision = entry.revision ?? 0
+        let tool = try entry.tool.map { try JSONEncoder().encode($0) }
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: """
-                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision, tool, thinking)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value,
-                    entry.attribution?.rawValue, entry.detail, entry.session, revision,
+                    entry.attribution?.rawValue, entry.detail, entry.session, revision, tool, entry.thinking,
                 ])
             return
         }
@@ -210,11 +218,12 @@ public struct TranscriptStore: Sendable {
         try db.execute(
             sql: """
                 UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
-                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?) WHERE id = ?
+                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?),
+                tool = COALESCE(?, tool), thinking = COALESCE(?, thinking) WHERE id = ?
                 """,
             arguments: [
                 entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, entry.session,
-                revision, entry.id.value,
+                revision, tool, entry.thinking, entry.id.value,
             ])
     }
 
@@ -303,7 +312,9 @@ public struct TranscriptStore: Sendable {
             id: MessageID(row["id"]), sender: sender, content: row["content"], timestamp: row["timestamp"],
             status: DeliveryStatus(rawValue: row["status"]) ?? .queued, inReplyTo: inReplyTo.map(MessageID.init),
             attribution: attribution.flatMap(ReplyAttribution.init(rawValue:)), detail: row["detail"], author: author,
-            session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision)
+            session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision,
+            tool: (row.hasColumn("tool") ? row["tool"] as Data? : nil).flatMap { try? JSONDecoder().decode(ToolCall.self, from: $0) },
+            thinking: row.hasColumn("thinking") ? row["thinking"] : nil)
     }
 
     // MARK: A damaged store
