@@ -77,6 +77,28 @@ import TetherWire
         print("--plain:\n\(plain.standardOutput)")
     }
 
+    @Test func withTheSessionsVerboseLevelFullTheOutputComesLiveWithTheCallsEnd() async throws {
+        let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0", "TETHER_GATEWAY_VERBOSE": "full"])
+        defer { set.stop() }
+        let live = try ChildProcess(
+            Programs.path("tether"), ["watch", "--json", "--run-dir", set.run.path], outputDirectory: set.outputs.path, name: "watch-live")
+        defer { live.stop() }
+        #expect(await eventually(timeout: .seconds(10)) { live.standardOutput.contains(#""topic":"conv.session""#) }, "tether watch did not start")
+        let sent = try set.tether(["send", "--timeout", "30", "tool: exec make test"])
+        #expect(sent.status == 0 && sent.standardOutput == "I ran exec on make test: 3 lines.\n", "\(sent.standardOutput) \(sent.standardError)")
+        #expect(await eventually(timeout: .seconds(10)) { live.standardOutput.contains(#""thinking":"The user asks me to exec make test"#) })
+        let tools = live.standardOutput.split(separator: "\n").compactMap { line -> TranscriptEntry? in
+            guard line.contains(#""tool":{"#) else { return nil }
+            struct Line: Decodable { var body: TranscriptEntry }
+            return try? BusSchema.makeDecoder().decode(Line.self, from: Data(line.utf8)).body
+        }
+        #expect(tools.first?.tool?.state == .running && tools.first?.tool?.output == nil, "\(tools)")
+        let ended = try #require(tools.dropFirst().first?.tool)
+        #expect(ended.state == .ok && ended.name == "exec" && ended.arguments == "make test", "\(ended)")
+        #expect(ended.output == "line 1 of make test\nline 2 of make test\nline 3 of make test", "the output did not come with the call's end")
+        #expect(Set(tools.map(\.id)).count == 1, "\(tools.map(\.id))")
+    }
+
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
     func theTerminalUIShowsAToolLineExpandsItsOutputWithCtrlOAndThinkingWithCtrlT() async throws {
         let set = try await ComposedSet.openClaw(environment: ["TETHER_CHUNK_DELAY": "0"])
