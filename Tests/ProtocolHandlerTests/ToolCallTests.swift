@@ -66,12 +66,13 @@ import TetherWire
             &driver, run: "m1",
             ["phase": .string("start"), "name": .string("read"), "toolCallId": .string("call_1"), "args": .object(["path": .string("README.md")])], ts: 10)
         Self.tool(&driver, run: "m1", ["phase": .string("update"), "name": .string("read"), "toolCallId": .string("call_1")], ts: 10.1)
+        Self.tool(&driver, run: "m1", ["phase": .string("start"), "name": .string("read"), "toolCallId": .string("call_1")], ts: 10.2)
         Self.tool(
             &driver, run: "m1",
             ["phase": .string("result"), "name": .string("read"), "toolCallId": .string("call_1"), "meta": .string("README.md"), "isError": .bool(false)],
             ts: 10.3)
         let tools = driver.entries { $0.tool != nil }
-        #expect(tools.map(\.id.value) == ["tool:call_1", "tool:call_1"], "an update is not shown")
+        #expect(tools.map(\.id.value) == ["tool:call_1", "tool:call_1"], "an update, or a start heard again, is not shown")
         #expect(tools.map(\.tool?.state) == [.running, .ok])
         let ended = try #require(tools.last?.tool)
         #expect(ended.name == "read" && ended.arguments == "README.md" && ended.durationMilliseconds == 300 && ended.output == nil)

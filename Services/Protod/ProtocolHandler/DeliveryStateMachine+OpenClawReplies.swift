@@ -156,6 +156,8 @@ extension DeliveryStateMachine {
         let name = data["name"]?.stringValue ?? "tool"
         switch data["phase"]?.stringValue {
         case "start"?:
+            // A start heard again (the agent also reports a start without its arguments) changes nothing.
+            guard liveToolCalls[callID] == nil else { return }
             let call = ToolCall(
                 callID: callID, name: name, arguments: ToolCallText.arguments(data["args"], limit: ToolCall.argumentsLimit), state: .running)
             if liveToolCalls.count >= Self.liveToolCallLimit, let oldest = liveToolCalls.min(by: { $0.value.startedAt < $1.value.startedAt }) {
