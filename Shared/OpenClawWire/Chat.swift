@@ -111,6 +111,11 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     /// In history, on an entry the gateway injected for an aborted run (`openclawAbort.runId`):
     /// the run it stands for.
     public var abortedRunID: String?
+    /// In history, on a `toolResult` entry: the call it is the result of (`toolCallId`), the
+    /// tool (`toolName`), and whether it is an error (`isError`).
+    public var toolCallID: String?
+    public var toolName: String?
+    public var isError: Bool?
 
     /// The `model` of an entry the gateway wrote itself rather than the model.
     public static let gatewayInjected = "gateway-injected"
@@ -142,8 +147,41 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         }
     }
 
+    /// The model's thinking in it (its `thinking` blocks, a redacted one as the gateway words
+    /// it), blocks apart by a blank line; nil when it has none.
+    public var thinking: String? {
+        guard case .array(let blocks)? = content else { return nil }
+        let thoughts = blocks.compactMap { block in
+            block["type"]?.stringValue == "thinking" ? block["thinking"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } : nil
+        }
+        return thoughts.isEmpty ? nil : thoughts.joined(separator: "\n\n")
+    }
+
+    /// A `toolCall` block of an assistant entry: a tool the model called.
+    public struct ToolCallBlock: Sendable, Hashable {
+        public var id: String
+        public var name: String
+        public var arguments: JSONValue?
+
+        public init(id: String, name: String, arguments: JSONValue?) {
+            self.id = id
+            self.name = name
+            self.arguments = arguments
+        }
+    }
+
+    /// The tools the model called in it (its `toolCall` blocks), in order.
+    public var toolCalls: [ToolCallBlock] {
+        guard case .array(let blocks)? = content else { return [] }
+        return blocks.compactMap { block in
+            guard block["type"]?.stringValue == "toolCall", let id = block["id"]?.stringValue, !id.isEmpty else { return nil }
+            return ToolCallBlock(id: id, name: block["name"]?.stringValue ?? "tool", arguments: block["arguments"])
+        }
+    }
+
     private enum CodingKeys: String, CodingKey {
         case role, content, timestamp, stopReason, errorMessage, senderLabel, model, idempotencyKey
+        case toolCallId, toolName, isError
         case openclaw = "__openclaw"
         case openclawAbort
     }
@@ -166,6 +204,9 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         errorMessage = try? container.decodeIfPresent(String.self, forKey: .errorMessage)
         senderLabel = try? container.decodeIfPresent(String.self, forKey: .senderLabel)
         model = try? container.decodeIfPresent(String.self, forKey: .model)
+        toolCallID = try? container.decodeIfPresent(String.self, forKey: .toolCallId)
+        toolName = try? container.decodeIfPresent(String.self, forKey: .toolName)
+        isError = try? container.decodeIfPresent(Bool.self, forKey: .isError)
         // What only history adds is read when it is there and readable, never required.
         let entry = try? container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
         entryID = try? entry?.decodeIfPresent(String.self, forKey: .id)
@@ -183,6 +224,9 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         try container.encodeIfPresent(errorMessage, forKey: .errorMessage)
         try container.encodeIfPresent(senderLabel, forKey: .senderLabel)
         try container.encodeIfPresent(model, forKey: .model)
+        try container.encodeIfPresent(toolCallID, forKey: .toolCallId)
+        try container.encodeIfPresent(toolName, forKey: .toolName)
+        try container.encodeIfPresent(isError, forKey: .isError)
         if entryID != nil || entrySequence != nil {
             var entry = container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
             try entry.encodeIfPresent(entryID, forKey: .id)
@@ -289,5 +333,52 @@ public struct AgentEventPayload: Sendable, Hashable, Codable {
         self.ts = ts
         self.data = data
         self.sessionKey = sessionKey
+    }
+}
+
+/// How a chat client words a tool call's parts (the `agent` events of stream `tool`, and the
+/// `toolCall` and `toolResult` entries of the history).
+public enum ToolCallText {
+    /// A call's arguments, short: the one value when there is one (`README.md` for
+    /// `{"path":"README.md"}`), else `key=value` pairs in key order; at most `limit` characters.
+    public static func arguments(_ arguments: JSONValue?, limit: Int) -> String {
+        let text: String
+        switch arguments {
+        case .object(let object)? where object.count == 1: text = scalar(object.values.first!)
+        case .object(let object)?: text = object.keys.sorted().map { "\($0)=\(scalar(object[$0]!))" }.joined(separator: " ")
+        case let value?: text = scalar(value)
+        case nil: text = ""
+        }
+        let line = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return line.count > limit ? String(line.prefix(max(0, limit - 1))) + "…" : line
+    }
+
+    /// A result's text: its `content`'s text blocks (an image block as `[image]`), or a string;
+    /// nil when it has none.
+    public static func output(_ result: JSONValue?) -> String? {
+        let content = result?["content"] ?? result
+        switch content {
+        case .string(let text)?: return text
+        case .array(let blocks)?:
+            let parts = blocks.compactMap { block -> String? in
+                switch block["type"]?.stringValue {
+                case "text": block["text"]?.stringValue
+                case "image": "[image]"
+                default: nil
+                }
+            }
+            return parts.isEmpty ? nil : parts.joined(separator: "\n")
+        default: return nil
+        }
+    }
+
+    private static func scalar(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let text): text
+        case .number: value.intValue.map { String($0) } ?? (try? String(decoding: JSONEncoder().encode(value), as: UTF8.self)) ?? ""
+        case .bool(let flag): String(flag)
+        case .null: "null"
+        case .array, .object: (try? String(decoding: JSONEncoder().encode(value), as: UTF8.self)) ?? ""
+        }
     }
 }

@@ -202,6 +202,9 @@ public enum OpenClawProtocol {
     public static let maximumVersion = 4
     /// The scopes a chat client needs: history, health and sessions (read), sending and aborting (write).
     public static let chatScopes = ["operator.read", "operator.write"]
+    /// The capability a client names in `connect` to be sent the `agent` events of stream
+    /// `tool` (a run's tool calls) for the runs it starts (`GATEWAY_CLIENT_CAPS.TOOL_EVENTS`).
+    public static let toolEventsCapability = "tool-events"
     /// Who Tether is: a native command-line operator client (no browser origin check applies).
     public static let clientID = "cli"
     public static let clientMode = "cli"

@@ -79,11 +79,17 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
     public var revision: Int?
     /// On a user message: the images sent with it (name, type, size; never the bytes).
     public var attachments: [AttachmentNote]?
+    /// OpenClaw: set when the entry is a tool the bot's agent ran while answering, not a
+    /// message; its `content` then names the tool and its arguments (`read README.md`).
+    public var tool: ToolCall?
+    /// OpenClaw: what the model thought before it wrote this reply or called this tool, as the
+    /// gateway's history keeps it (never sent live); front ends show it only when asked.
+    public var thinking: String?
 
     public init(
         id: MessageID, sender: Sender, content: String, timestamp: Date, status: DeliveryStatus, inReplyTo: MessageID? = nil,
         attribution: ReplyAttribution? = nil, detail: String? = nil, author: String? = nil, gatewayID: String? = nil, session: String? = nil,
-        revision: Int? = nil, attachments: [AttachmentNote]? = nil
+        revision: Int? = nil, attachments: [AttachmentNote]? = nil, tool: ToolCall? = nil, thinking: String? = nil
     ) {
         self.attachments = attachments
         self.id = id
@@ -98,6 +104,91 @@ public struct TranscriptEntry: Codable, Hashable, Sendable {
         self.gatewayID = gatewayID
         self.session = session
         self.revision = revision
+        self.tool = tool
+        self.thinking = thinking
+    }
+}
+
+/// A tool the bot's agent ran while answering (OpenClaw's `agent` events of stream `tool`, and
+/// the `toolCall` and `toolResult` entries of its history).
+public struct ToolCall: Codable, Hashable, Sendable {
+    /// Where the call stands.
+    public enum State: String, Codable, Sendable, CaseIterable {
+        /// Started; no result yet.
+        case running
+        /// It ended and gave its result.
+        case ok
+        /// It ended in an error (the result is the error).
+        case error
+        /// The gateway's history holds the call but no result for it: the run stopped before
+        /// the tool ended, or the result was lost.
+        case unfinished
+    }
+
+    /// The gateway's id of the call (`toolCallId`).
+    public var callID: String
+    /// The tool's name, as the gateway normalises it (`read`, `exec`, …).
+    public var name: String
+    /// Its arguments, short: the one value when there is one, else `key=value` pairs, cut at
+    /// ``argumentsLimit`` characters.
+    public var arguments: String
+    public var state: State
+    /// How long it ran, by the gateway's clock (from the times of its start and result events,
+    /// or of its history entries); nil when not known.
+    public var durationMilliseconds: Int?
+    /// What it returned, as text, when the gateway sent it: live only when the session's
+    /// verbose level is `full`; in its history always. Cut at ``outputLimit`` characters.
+    public var output: String?
+
+    public init(callID: String, name: String, arguments: String, state: State, durationMilliseconds: Int? = nil, output: String? = nil) {
+        self.callID = callID
+        self.name = name
+        self.arguments = arguments
+        self.state = state
+        self.durationMilliseconds = durationMilliseconds
+        self.output = output
+    }
+
+    /// The most characters of arguments kept.
+    public static let argumentsLimit = 120
+    /// The most characters of output kept; the gateway itself sends at most 8,000 of each
+    /// text block live, but its history keeps a tool's whole result.
+    public static let outputLimit = 16000
+
+    /// The transcript entry id of the call `callID`: the same live and from history.
+    public static func entryID(of callID: String) -> MessageID { MessageID("tool:" + callID) }
+
+    /// `read README.md`: what an entry of the call says to a reader that knows nothing of tools.
+    public var summary: String { arguments.isEmpty ? name : "\(name) \(arguments)" }
+
+    /// What a front end's one line says of the call after its ⚙: `read README.md · ok · 0.3 s`,
+    /// `exec ls · running…`, `read x.md · error · 0.1 s`, `read y.md · no result`.
+    public var words: String {
+        let said =
+            switch state {
+            case .running: "running…"
+            case .ok: "ok"
+            case .error: "error"
+            case .unfinished: "no result"
+            }
+        let took = state == .running ? nil : durationMilliseconds.map(Self.duration)
+        return "\(summary) · \(said)" + (took.map { " · \($0)" } ?? "")
+    }
+
+    /// `0.3 s`, `12 s`, `2 min 5 s`.
+    public static func duration(_ milliseconds: Int) -> String {
+        if milliseconds < 10_000 {
+            let tenths = (max(0, milliseconds) + 50) / 100
+            return "\(tenths / 10).\(tenths % 10) s"
+        }
+        let seconds = milliseconds / 1000
+        return seconds < 60 ? "\(seconds) s" : "\(seconds / 60) min \(seconds % 60) s"
+    }
+
+    /// An output cut to ``outputLimit`` characters, with a mark saying so.
+    public static func kept(_ output: String) -> String {
+        guard output.count > outputLimit else { return output }
+        return String(output.prefix(outputLimit)) + "\n…(Tether keeps the first \(outputLimit) characters)"
     }
 }
 

@@ -4,7 +4,7 @@
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
 compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
-the tether command, only the OpenClaw checks run (a session switch, an approval, an image; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
+the tether command, only the OpenClaw checks run (a session switch, an approval, an image, a tool call; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -628,6 +628,32 @@ def check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused(driver
     return f"a text file and 6 MB refused in words; sent {mine[0]!r}; the bot: {reply[0]!r}"
 
 
+def check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed(driver):
+    """The agent calls a tool: one item `⚙ read README.md · ok · 0.3 s`; its output (from the
+    gateway's history) in a collapsed <details>, and the model's thinking in another, set as
+    text; opening them shows the words."""
+    driver.get(BASE)
+    live(driver)
+    send(driver, "tool: read <b>README</b>.md")
+    tool = wait(lambda: driver.find_elements(By.CSS_SELECTOR, "#conversation li.tool details.output"), 30, "the tool call with its output")[0].find_element(By.XPATH, "..")
+    line = tool.find_element(By.CSS_SELECTOR, ".text").text
+    assert line.startswith("read <b>README</b>.md · ok · 0.") and line.endswith(" s"), line
+    assert not tool.find_elements(By.CSS_SELECTOR, "b"), "a tool's arguments were read as HTML"
+    output = tool.find_element(By.CSS_SELECTOR, "details.output")
+    thinking = wait(lambda: tool.find_element(By.CSS_SELECTOR, "details.thinking"), 10, "the thinking")
+    assert output.get_attribute("open") is None and thinking.get_attribute("open") is None, "shown open"
+    assert not output.find_element(By.CSS_SELECTOR, "pre").is_displayed(), "the output is not collapsed"
+    output.find_element(By.CSS_SELECTOR, "summary").click()
+    text = output.find_element(By.CSS_SELECTOR, "pre").text
+    assert text == "line 1 of <b>README</b>.md\nline 2 of <b>README</b>.md\nline 3 of <b>README</b>.md", text
+    thinking.find_element(By.CSS_SELECTOR, "summary").click()
+    words = thinking.find_element(By.CSS_SELECTOR, "div").text
+    assert "I will call the read tool" in words, words
+    reply = [text for _, text in conversation(driver) if "I ran read on" in text]
+    assert len(reply) == 1, conversation(driver)
+    return f"{line!r}; output {len(text.splitlines())} lines; thinking {words!r}"
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
@@ -639,7 +665,8 @@ def main():
     failures = 0
     started = time.monotonic()
     checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page,
-              check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused] if SESSIONS_ONLY else CHECKS
+              check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused,
+              check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie

@@ -21,6 +21,7 @@ import TetherSchema
         #expect(connect.minProtocol == 3 && connect.maxProtocol == 4)
         #expect(connect.client.id == "cli" && connect.client.mode == "cli" && connect.role == "operator")
         #expect(connect.scopes == ["operator.read", "operator.write"])
+        #expect(connect.caps == ["tool-events"], "Tether asks for the tool calls of the runs it starts")
         #expect(connect.auth == ConnectParams.Auth(token: "shared"), "the shared token goes alone when there is one")
         let device = try #require(connect.device)
         #expect(device.id == identity.deviceID && device.nonce == "nonce-1" && device.signedAt == 1_769_650_000_000)

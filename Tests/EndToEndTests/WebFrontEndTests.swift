@@ -15,7 +15,8 @@ import Glibc
         try await runBrowserChecks(environment: ["TETHER_CHUNK_DELAY": "150"])
     }
 
-    /// Against the development gateway speaking OpenClaw: a session chosen elsewhere, an approval answered on the page, an image attached.
+    /// Against the development gateway speaking OpenClaw: a session chosen elsewhere, an approval answered on the page, an
+    /// image attached, a tool call shown as one line with its output and thinking collapsed.
     @Test func thePageFollowsTheSessionChosenAndAnswersApprovals() async throws {
         try await runBrowserChecks(
             environment: ["TETHER_DIALECT": "openclaw", "TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0"], only: ["sessions", Programs.path("tether")])

@@ -60,7 +60,8 @@ public struct OpenClawHandshake: Sendable {
             nonce: challenge.nonce)
         let params = ConnectParams(
             minProtocol: OpenClawProtocol.minimumVersion, maxProtocol: OpenClawProtocol.maximumVersion, client: client, role: OpenClawProtocol.role,
-            scopes: scopes, auth: (auth.token ?? auth.deviceToken) == nil ? nil : auth, device: device, userAgent: "tether/\(client.version)")
+            scopes: scopes, caps: [OpenClawProtocol.toolEventsCapability], auth: (auth.token ?? auth.deviceToken) == nil ? nil : auth, device: device,
+            userAgent: "tether/\(client.version)")
         return OpenClawCodec().request(id: Self.requestID, method: "connect", params: params)
     }
 

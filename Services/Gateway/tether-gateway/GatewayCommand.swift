@@ -94,6 +94,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: the largest frame the gateway reads, in bytes (its hello's policy.maxPayload; OpenClaw's own is 26214400).")
     var maxPayload = 1 << 20
 
+    @Option(help: "OpenClaw: every session's verbose level (off, on or full); a tool's result is sent live only with full.")
+    var verboseDefault = "off"
+
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
@@ -149,6 +152,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(
                 "--model-retry-delay and --follow-up-delay must not be negative, --queue-cap must be at least 1, and --approval-timeout must be positive")
         }
+        guard ["off", "on", "full"].contains(verboseDefault) else { throw ValidationError("--verbose-default must be off, on or full") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard chunkDelay >= 0 else { throw ValidationError("--chunk-delay cannot be negative") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
@@ -175,7 +179,8 @@ struct Serve: AsyncParsableCommand {
                 ? OpenClawGatewaySettings(
                     protocols: protocolRange ?? 3...4, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
                     dedupeWindow: .seconds(dedupeWindow), maximumPayload: maxPayload, followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
-                    modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout)) : nil)
+                    modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout),
+                    verboseDefault: verboseDefault) : nil)
         let logger = Logger(label: "tether-gateway")
         let app = try DevGateway.makeApplication(configuration: configuration, logger: logger)
         // Started by a compose supervisor, it stops when the supervisor is gone.

@@ -29,6 +29,7 @@ extension DeliveryStateMachine {
         }
         let known = transcript.entries
         let publishedIDs = transcript.publishedGatewayIDs
+        let details = transcript.details
         let awaited = Set(pending.map(\.messageID))
         let merge = HistoryMerge.merge(
             result.messages, limit: lookup.limit,
@@ -39,7 +40,7 @@ extension DeliveryStateMachine {
                         HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt, attachments: $0.attachments)
                     },
                 clockOffset: link.clockOffset, botName: bot.name, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
-                published: { publishedIDs[$0] }))
+                published: { publishedIDs[$0] }, detail: { details[$0] }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
             message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)

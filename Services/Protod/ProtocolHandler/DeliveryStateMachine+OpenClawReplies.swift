@@ -74,6 +74,8 @@ extension DeliveryStateMachine {
             }
             publishRun(event.runId, isFinal: true, now: now, into: &actions)
             runs[event.runId] = nil
+            // The tools' output (unless verbose is full) and the model's thinking are in the history only.
+            if run.calledTools { lookUpHistory(now: now, into: &actions) }
             actions.append(
                 .publishEntry(
                     TranscriptEntry(
@@ -115,6 +117,7 @@ extension DeliveryStateMachine {
         guard case .openClaw(let link)? = connection?.dialect else { return }
         if let key = event.sessionKey, !link.names(key) { return }
         heardInSession(now: now)
+        if event.stream == "tool" { tool(event, now: now, into: &actions) }
         let phase = event.stream == "lifecycle" ? event.data?["phase"]?.stringValue : nil
         let isPending = pending.contains { $0.id == event.runId }
         guard runs[event.runId] != nil || isPending else {
@@ -130,6 +133,7 @@ extension DeliveryStateMachine {
         // Its run shows the gateway stored the message.
         if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
         run.heardAt = now
+        if event.stream == "tool" { run.calledTools = true }
         if phase == "error" {
             let error = event.data?["error"]?.stringValue ?? "no reason given"
             run.failure = error
@@ -140,6 +144,47 @@ extension DeliveryStateMachine {
             setBotState(.thinking, detail: "the model failed: \(error); the gateway is retrying", now: now, into: &actions)
         }
         runs[event.runId] = run
+    }
+
+    /// A tool call's event (sent to a connection that named the `tool-events` capability, for
+    /// the runs it started; also for a run that ended, whose results may come after its final):
+    /// its transcript entry, running from `start`, ok or error with `result`, with the time it
+    /// took by the gateway's clock and its output when the gateway sent it (verbose `full`).
+    /// An `update` changes nothing shown.
+    mutating func tool(_ event: AgentEventPayload, now: Date, into actions: inout [Action]) {
+        guard let data = event.data, let callID = data["toolCallId"]?.stringValue, !callID.isEmpty else { return }
+        let name = data["name"]?.stringValue ?? "tool"
+        switch data["phase"]?.stringValue {
+        case "start"?:
+            // A start heard again (the agent also reports a start without its arguments) changes nothing.
+            guard liveToolCalls[callID] == nil else { return }
+            let call = ToolCall(
+                callID: callID, name: name, arguments: ToolCallText.arguments(data["args"], limit: ToolCall.argumentsLimit), state: .running)
+            if liveToolCalls.count >= Self.liveToolCallLimit, let oldest = liveToolCalls.min(by: { $0.value.startedAt < $1.value.startedAt }) {
+                liveToolCalls[oldest.key] = nil
+            }
+            liveToolCalls[callID] = LiveToolCall(call: call, startedAtMilliseconds: event.ts, startedAt: now)
+            actions.append(.publishEntry(Self.entry(of: call, at: now, bot: bot.name)))
+        case "result"?:
+            let started = liveToolCalls.removeValue(forKey: callID)
+            var call =
+                started?.call
+                ?? ToolCall(
+                    callID: callID, name: name, arguments: data["meta"]?.stringValue.map { String($0.prefix(ToolCall.argumentsLimit)) } ?? "", state: .running)
+            call.state = data["isError"]?.boolValue == true ? .error : .ok
+            if let end = event.ts, let start = started?.startedAtMilliseconds, end >= start { call.durationMilliseconds = end - start }
+            call.output = ToolCallText.output(data["result"]).map(ToolCall.kept)
+            actions.append(.publishEntry(Self.entry(of: call, at: started?.startedAt ?? now, bot: bot.name)))
+        default:
+            return
+        }
+    }
+
+    /// The transcript entry of a tool call.
+    static func entry(of call: ToolCall, at time: Date, bot: String, thinking: String? = nil) -> TranscriptEntry {
+        TranscriptEntry(
+            id: ToolCall.entryID(of: call.callID), sender: .bot(name: bot), content: call.summary, timestamp: time, status: .received, tool: call,
+            thinking: thinking)
     }
 
     private mutating func publishRun(_ runID: String, isFinal: Bool, now: Date, into actions: inout [Action]) {

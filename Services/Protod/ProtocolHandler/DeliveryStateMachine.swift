@@ -175,6 +175,10 @@ public struct DeliveryStateMachine: Sendable {
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
     /// gateway's follow-up turns), with when each was last heard of.
     var otherRuns: [String: Date] = [:]
+    /// OpenClaw: tool calls started and not yet ended, by their call id: what their result
+    /// is shown with (at most ``liveToolCallLimit``, the oldest forgotten first).
+    var liveToolCalls: [String: LiveToolCall] = [:]
+    static let liveToolCallLimit = 200
     /// What the transcript holds: what a history answer is matched against.
     var transcript = TranscriptMemory()
     /// The approvals the gateway waits for (OpenClaw).

@@ -26,7 +26,13 @@ public import TetherWire
 ///   incomplete; the model's own partial entry of the run is the same reply;
 /// - every other entry gets an id of its own, `oc:<digest>` of the gateway's entry id (or of
 ///   its role, time and text where it has none): the same on every reload. An entry already
-///   published keeps the id it was published under, whatever window it is read in again.
+///   published keeps the id it was published under, whatever window it is read in again;
+/// - a tool call (an assistant entry's `toolCall` block, with the `toolResult` entry of the same
+///   call id) is the entry `tool:<call id>`, the id its live events gave it: shown once, and
+///   published again only when the history adds to what is shown (its output, its end, the
+///   thinking before it); the time it took and its arguments, as the live events gave them, stay;
+/// - an entry's `thinking` blocks go with its reply, or, in an entry with no text, with its first
+///   tool call; a reply already shown is published again with its thinking, under its own id.
 public struct HistoryMerge: Sendable, Equatable {
     /// A user message Tether sent (or knows from its transcript).
     public struct Sent: Sendable, Equatable {
@@ -52,6 +58,17 @@ public struct HistoryMerge: Sendable, Equatable {
         }
     }
 
+    /// What an entry already published holds besides its content.
+    public struct KnownDetail: Sendable, Equatable {
+        public var tool: ToolCall?
+        public var thinking: String?
+
+        public init(tool: ToolCall? = nil, thinking: String? = nil) {
+            self.tool = tool
+            self.thinking = thinking
+        }
+    }
+
     /// What Tether knows when it reads a history answer.
     public struct Context {
         /// Tether's user messages, oldest first.
@@ -65,12 +82,15 @@ public struct HistoryMerge: Sendable, Equatable {
         public var known: (MessageID) -> (content: String, status: DeliveryStatus)?
         /// The id an entry of the gateway's (by its ``TranscriptEntry/gatewayID``) was published under.
         public var published: (String) -> MessageID?
+        /// The tool call and thinking the transcript holds for an id, nil when it has neither.
+        public var detail: (MessageID) -> KnownDetail?
 
         public init(
             sent: [Sent], clockOffset: TimeInterval, botName: String, ownLabel: String? = nil,
             known: @escaping (MessageID) -> (content: String, status: DeliveryStatus)? = { _ in nil },
-            published: @escaping (String) -> MessageID? = { _ in nil }
+            published: @escaping (String) -> MessageID? = { _ in nil }, detail: @escaping (MessageID) -> KnownDetail? = { _ in nil }
         ) {
+            self.detail = detail
             self.sent = sent
             self.clockOffset = clockOffset
             self.botName = botName
@@ -189,9 +209,13 @@ public struct HistoryMerge: Sendable, Equatable {
         var publishedIDs: Set<MessageID> = []
         func publish(_ entry: TranscriptEntry, at index: Int) {
             guard !publishedIDs.contains(entry.id) else { return }
+            var entry = entry
             if let existing = context.known(entry.id), existing.status.rank >= entry.status.rank {
                 // The gateway shortens long entries in history: the whole text Tether has stays.
-                if existing.content == entry.content || shortened(entry.content, of: existing.content) { return }
+                let same = existing.content == entry.content || shortened(entry.content, of: existing.content)
+                let newThinking = entry.thinking != nil && context.detail(entry.id)?.thinking != entry.thinking
+                if same && !newThinking { return }
+                if same { entry.content = existing.content }
             }
             published.append((index, entry))
             publishedIDs.insert(entry.id)
@@ -200,7 +224,18 @@ public struct HistoryMerge: Sendable, Equatable {
             let message = history[index]
             return TranscriptEntry(
                 id: identity(of: index), sender: .bot(name: context.botName), content: message.text, timestamp: time(message), status: status,
-                detail: status == .incomplete ? abortedDetail : nil, gatewayID: gatewayID(message))
+                detail: status == .incomplete ? abortedDetail : nil, gatewayID: gatewayID(message), thinking: message.thinking)
+        }
+        /// A reply published live under the message's reply id, published again when the history
+        /// brings its thinking.
+        func thinkingOfLiveReply(_ entry: TranscriptEntry, of owner: MessageID, at index: Int) {
+            guard let thinking = entry.thinking, let live = context.known(replyID(of: owner)), context.detail(replyID(of: owner))?.thinking != thinking
+            else { return }
+            publish(
+                TranscriptEntry(
+                    id: replyID(of: owner), sender: .bot(name: context.botName), content: live.content, timestamp: entry.timestamp, status: live.status,
+                    inReplyTo: owner, attribution: .gateway, gatewayID: entry.gatewayID, thinking: thinking),
+                at: index)
         }
 
         // User entries another client sent, or that Tether's transcript lacks: by their label,
@@ -249,14 +284,21 @@ public struct HistoryMerge: Sendable, Equatable {
                 if let owner, let ownReply, claimed, earlier == nil || earlier == ownReply {
                     (entry.id, entry.inReplyTo, entry.attribution) = (ownReply, owner, .history)
                     if last { result.replies[owner] = entry }
+                    // The reply shown live, by the gateway's word: only its thinking is new.
+                    if last, earlier == nil, let live = context.known(ownReply), live.content == entry.content || shortened(entry.content, of: live.content) {
+                        thinkingOfLiveReply(entry, of: owner, at: index)
+                        continue
+                    }
                 } else if let owner, last {
                     // Published live under the message's reply id already: the same reply.
                     if earlier == nil, let live = context.known(replyID(of: owner)), live.content == entry.content {
                         result.replies[owner] = entry
+                        thinkingOfLiveReply(entry, of: owner, at: index)
                         continue
                     }
                     if earlier == replyID(of: owner) {
                         result.replies[owner] = entry
+                        thinkingOfLiveReply(entry, of: owner, at: index)
                         continue
                     }
                     result.unclaimed[owner] = entry.id
@@ -285,7 +327,46 @@ public struct HistoryMerge: Sendable, Equatable {
                 publish(botEntry(index, status: history[index].stopReason == "aborted" ? .incomplete : .received), at: index)
             }
         }
-        result.entries = published.sorted { $0.index < $1.index }.map(\.entry)
+        // Tool calls, each with its result where the history has one.
+        var results: [String: Int] = [:]
+        for index in history.indices where history[index].role == "toolResult" {
+            if let call = history[index].toolCallID { results[call] = index }
+        }
+        for index in history.indices where history[index].role == "assistant" {
+            let message = history[index]
+            for (position, block) in message.toolCalls.enumerated() {
+                let id = ToolCall.entryID(of: block.id)
+                let answer = results[block.id].map { history[$0] }
+                let known = context.detail(id)
+                var call = ToolCall(
+                    callID: block.id, name: block.name, arguments: ToolCallText.arguments(block.arguments, limit: ToolCall.argumentsLimit),
+                    state: answer.map { $0.isError == true ? .error : .ok } ?? .unfinished,
+                    durationMilliseconds: answer.flatMap { answer in
+                        guard let end = answer.timestamp, let start = message.timestamp, end >= start else { return nil }
+                        return end - start
+                    },
+                    output: answer.map { ToolCall.kept($0.text) })
+                if let live = known?.tool {
+                    // What the live events said stays: they timed the call itself.
+                    call.arguments = live.arguments
+                    call.durationMilliseconds = live.durationMilliseconds ?? call.durationMilliseconds
+                    if answer == nil { call.state = live.state }
+                    call.output = call.output ?? live.output
+                }
+                let thinking = position == 0 && message.text.isEmpty ? message.thinking : nil
+                guard known?.tool != call || (thinking != nil && known?.thinking != thinking) else { continue }
+                // A call the transcript has not shown yet: not ended, while its run goes on.
+                if known?.tool == nil, answer == nil, index == history.indices.last { call.state = .running }
+                published.append(
+                    (
+                        index,
+                        TranscriptEntry(
+                            id: id, sender: .bot(name: context.botName), content: call.summary, timestamp: time(message), status: .received, tool: call,
+                            thinking: thinking ?? known?.thinking)
+                    ))
+            }
+        }
+        result.entries = published.enumerated().sorted { ($0.element.index, $0.offset) < ($1.element.index, $1.offset) }.map { $0.element.entry }
         if cut, let first = history.first.flatMap(local) { result.windowStart = first }
         return result
     }

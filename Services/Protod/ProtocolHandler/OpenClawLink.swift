@@ -157,6 +157,18 @@ struct OpenClawRun: Sendable, Equatable {
     var wholeLength = 0
     var publicationDue = false
     var updates = 0
+    /// Whether the run called a tool: its end looks the history up for what the live events
+    /// leave out (the tools' output unless verbose is full, the model's thinking).
+    var calledTools = false
 
     var replyID: MessageID? { inReplyTo.map(HistoryMerge.replyID(of:)) }
+}
+
+/// A tool call started live and not yet ended.
+struct LiveToolCall: Sendable, Equatable {
+    var call: ToolCall
+    /// When it started, by the gateway's clock (the event's `ts`, in milliseconds).
+    var startedAtMilliseconds: Int?
+    /// When it started, by protod's clock: its entry's time.
+    var startedAt: Date
 }

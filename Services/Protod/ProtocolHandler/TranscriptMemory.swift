@@ -13,6 +13,8 @@ struct TranscriptMemory: Sendable {
     private(set) var sent: [HistoryMerge.Sent] = []
     /// The transcript's entries by id.
     private(set) var entries: [MessageID: (content: String, status: DeliveryStatus)] = [:]
+    /// What entries hold besides their content (a tool call, the model's thinking), by id.
+    private(set) var details: [MessageID: HistoryMerge.KnownDetail] = [:]
     /// The ids entries of the gateway's transcript were published under, by their gateway id.
     private(set) var publishedGatewayIDs: [String: MessageID] = [:]
     private var order: [MessageID] = []
@@ -29,10 +31,17 @@ struct TranscriptMemory: Sendable {
             }
         }
         entries[entry.id] = (entry.content, entry.status)
+        if entry.tool != nil || entry.thinking != nil {
+            let known = details[entry.id]
+            details[entry.id] = HistoryMerge.KnownDetail(tool: entry.tool ?? known?.tool, thinking: entry.thinking ?? known?.thinking)
+        }
         if let gatewayID = entry.gatewayID { publishedGatewayIDs[gatewayID] = entry.id }
         if order.count > Self.limit {
             let excess = order.count - Self.limit
-            for id in order.prefix(excess) { entries[id] = nil }
+            for id in order.prefix(excess) {
+                entries[id] = nil
+                details[id] = nil
+            }
             order.removeFirst(excess)
         }
         if sent.count > Self.limit { sent.removeFirst(sent.count - Self.limit) }

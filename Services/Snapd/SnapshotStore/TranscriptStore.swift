@@ -103,6 +103,13 @@ public struct TranscriptStore: Sendable {
                 table.add(column: "attachments", .text)
             }
         }
+        migrator.registerMigration("add tool calls and thinking") { db in
+            // OpenClaw: an entry that is a tool call (its JSON), and the model's thinking.
+            try db.alter(table: "transcript") { table in
+                table.add(column: "tool", .blob)
+                table.add(column: "thinking", .text)
+            }
+        }
         return migrator
     }
 
@@ -216,16 +223,17 @@ public struct TranscriptStore: Sendable {
             case .bot(let name): ("bot", name)
             }
         let revision = entry.revision ?? 0
+        let tool = try entry.tool.map { try JSONEncoder().encode($0) }
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: """
                     INSERT INTO transcript (id, senderType, senderName, content, timestamp, status, inReplyTo, attribution, detail, session, revision,
-                                            attachments)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            attachments, tool, thinking)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     entry.id.value, senderType, senderName, entry.content, entry.timestamp, entry.status.rawValue, entry.inReplyTo?.value,
-                    entry.attribution?.rawValue, entry.detail, entry.session, revision, try attachmentsColumn(entry.attachments),
+                    entry.attribution?.rawValue, entry.detail, entry.session, revision, try attachmentsColumn(entry.attachments), tool, entry.thinking,
                 ])
             return
         }
@@ -238,11 +246,11 @@ public struct TranscriptStore: Sendable {
             sql: """
                 UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
                 detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?),
-                attachments = COALESCE(?, attachments) WHERE id = ?
+                attachments = COALESCE(?, attachments), tool = COALESCE(?, tool), thinking = COALESCE(?, thinking) WHERE id = ?
                 """,
             arguments: [
                 entry.content, entry.status.rawValue, entry.inReplyTo?.value, entry.attribution?.rawValue, entry.detail, senderName, entry.session,
-                revision, try attachmentsColumn(entry.attachments), entry.id.value,
+                revision, try attachmentsColumn(entry.attachments), tool, entry.thinking, entry.id.value,
             ])
     }
 
@@ -376,7 +384,9 @@ public struct TranscriptStore: Sendable {
             session: row.hasColumn("session") ? row["session"] : nil, revision: revision == 0 ? nil : revision,
             attachments: (row.hasColumn("attachments") ? row["attachments"] as String? : nil).flatMap {
                 try? BusSchema.decoder.decode([AttachmentNote].self, from: Data($0.utf8))
-            })
+            },
+            tool: (row.hasColumn("tool") ? row["tool"] as Data? : nil).flatMap { try? JSONDecoder().decode(ToolCall.self, from: $0) },
+            thinking: row.hasColumn("thinking") ? row["thinking"] : nil)
     }
 
     // MARK: A damaged store

@@ -104,6 +104,13 @@ public struct ChatScreen: Sendable {
     private var owed = Owed.everything
     /// The images `/attach` added, sent with the next message; shown above the input line.
     public private(set) var images: [Attachment] = []
+    /// Whether tool calls show their output under their line (Ctrl-O, as OpenClaw's terminal UI).
+    public private(set) var showsToolOutput = false
+    /// Whether the model's thinking shows above its reply or tool call (Ctrl-T, as OpenClaw's
+    /// terminal UI); hidden at first.
+    public private(set) var showsThinking = false
+    /// The most lines of a tool's output shown under it.
+    static let toolOutputLines = 40
 
     /// What the screen owes the terminal, least to most.
     private enum Owed: Int, Comparable {
@@ -277,6 +284,12 @@ public struct ChatScreen: Sendable {
         case .control("p"): return .listSessions
         case .control("g"):
             if !approvals.open() { report("no approval is waiting") }
+            owe(.everything)
+        case .control("o"):
+            showsToolOutput.toggle()
+            owe(.everything)
+        case .control("t"):
+            showsThinking.toggle()
             owe(.everything)
         case .control("z"):
             guard canSuspend else {
@@ -495,10 +508,43 @@ public struct ChatScreen: Sendable {
                 case .failed, .expired, .cancelled, .incomplete: .error
                 default: .plain
                 }
-            blocks.append(TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width).map { ScreenRow($0, style) })
-            gathered += blocks[blocks.count - 1].count
+            var block: [ScreenRow] = []
+            if showsThinking, let thinking = entry.thinking {
+                block += TerminalText.wrap("[thinking] " + thinking, width: width).map { ScreenRow($0, .dim) }
+            }
+            if let tool = entry.tool {
+                block += toolLines(of: entry, tool, width: width)
+            } else {
+                block += TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width).map { ScreenRow($0, style) }
+            }
+            blocks.append(block)
+            gathered += block.count
         }
         return Array(blocks.reversed().joined().suffix(count))
+    }
+
+    /// A tool call's line (`⚙ read README.md · ok · 0.3 s`), and under it, while Ctrl-O shows
+    /// them, the first ``toolOutputLines`` lines of its output.
+    private func toolLines(of entry: TranscriptEntry, _ tool: ToolCall, width: Int) -> [ScreenRow] {
+        let from = entry.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
+        let style: ScreenRow.Style =
+            switch tool.state {
+            case .error, .unfinished: .error
+            case .running: .dim
+            case .ok: .plain
+            }
+        var rows = TerminalText.wrap(from + TranscriptFormatter.line(for: tool), width: width).map { ScreenRow($0, style) }
+        guard showsToolOutput else { return rows }
+        guard let output = tool.output, !output.isEmpty else {
+            rows.append(ScreenRow("    │ (no output: the gateway sends it only when the session's verbose level is full)", .dim))
+            return rows
+        }
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+        for line in lines.prefix(Self.toolOutputLines) {
+            rows += TerminalText.wrap("    │ " + line, width: width).map { ScreenRow($0, .dim) }
+        }
+        if lines.count > Self.toolOutputLines { rows.append(ScreenRow("    │ … \(lines.count - Self.toolOutputLines) more lines", .dim)) }
+        return rows
     }
 
     /// `You: hello  ✓✓ delivered`, `Opta: You said: hello`, `openclaw-tui: hi` (another client's);
@@ -533,7 +579,9 @@ public struct ChatScreen: Sendable {
         }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
-        let sessions = session?.dialect == .openclaw ? " · Ctrl-P sessions" : ""
+        let sessions =
+            session?.dialect == .openclaw
+            ? " · Ctrl-P sessions · Ctrl-O \(showsToolOutput ? "hide" : "show") tool output · Ctrl-T \(showsThinking ? "hide" : "show") thinking" : ""
         parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
         return parts.joined(separator: " · ")
     }

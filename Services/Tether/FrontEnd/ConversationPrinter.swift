@@ -49,12 +49,17 @@ public struct ConversationPrinter: Service {
     private func show(_ message: BusMessage, in model: inout TranscriptModel, shown: inout String?) {
         switch message.topic {
         case .conversationMessage:
-            guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return }
+            guard let entry = try? message.decode(TranscriptEntry.self) else { return }
+            let before = model.entry(entry.id)
+            guard let change = model.apply(entry) else { return }
             if json {
                 emit(JSONLine.encode(topic: message.topic, raw: message.body))
             } else if case .added = change {
                 emit(formatter.line(for: entry, shown: shown))
-            } else if entry.sender != .user {
+            } else if entry.tool != nil {
+                // A tool call's line again when its state changed (it ended).
+                if before?.tool?.state != entry.tool?.state { emit(formatter.line(for: entry, shown: shown)) }
+            } else if entry.sender != .user, !PlainAnnouncer.onlyThinkingChanged(from: before, to: entry) {
                 // A reply completed or cut off; a user message's status shows through its delivery updates.
                 emit(formatter.line(for: entry, shown: shown))
             }

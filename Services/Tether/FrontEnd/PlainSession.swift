@@ -174,11 +174,28 @@ public struct PlainAnnouncer: Sendable {
         self.session = session
     }
 
+    /// Whether an entry published again brought only the model's thinking (from the gateway's
+    /// history), which a line of text does not show: nothing to say again.
+    static func onlyThinkingChanged(from before: TranscriptEntry?, to entry: TranscriptEntry) -> Bool {
+        guard var same = before, entry.thinking != nil else { return false }
+        same.thinking = entry.thinking
+        same.revision = entry.revision
+        same.gatewayID = entry.gatewayID
+        return same == entry
+    }
+
     public mutating func lines(for message: BusMessage) -> [String] {
         switch message.topic {
         case .conversationMessage:
-            guard let entry = try? message.decode(TranscriptEntry.self), let change = model.apply(entry) else { return [] }
+            guard let entry = try? message.decode(TranscriptEntry.self) else { return [] }
+            let before = model.entry(entry.id)
+            guard let change = model.apply(entry) else { return [] }
             if case .updated = change, entry.sender == .user { return [] }
+            // A tool call is said once, when it ends; thinking is not said.
+            if let tool = entry.tool {
+                return tool.state == .running || before?.tool.map({ $0.state != .running }) == true ? [] : [formatter.line(for: entry, shown: session)]
+            }
+            if Self.onlyThinkingChanged(from: before, to: entry) { return [] }
             return [formatter.line(for: entry, shown: session)]
         case .conversationDelivery:
             guard let update = try? message.decode(DeliveryUpdate.self), model.apply(update) != nil else { return [] }

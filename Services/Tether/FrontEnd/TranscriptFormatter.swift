@@ -15,9 +15,11 @@ public struct TranscriptFormatter: Sendable {
     /// another client sent into the session, `12:00:03 openclaw-tui: hi`. An entry of another
     /// session than `shown` (a reply to a message sent there before a switch) names it:
     /// `12:00:04 [agent:main:main] Opta: …`.
+    /// A tool call is one line: `12:00:01 ⚙ read README.md · ok · 0.3 s`.
     public func line(for entry: TranscriptEntry, shown: String? = nil) -> String {
         var time = entry.timestamp.formatted(Self.clock)
         if let session = entry.session, let shown, session != shown { time += " [\(session)]" }
+        if let tool = entry.tool { return "\(time) \(Self.line(for: tool))" }
         switch entry.sender {
         case .user:
             let content = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " \($0)" } ?? "")
@@ -28,6 +30,9 @@ public struct TranscriptFormatter: Sendable {
             return "\(time) \(name.isEmpty ? "bot" : name): \(entry.content)\(suffix)"
         }
     }
+
+    /// `⚙ read README.md · ok · 0.3 s`.
+    public static func line(for tool: ToolCall) -> String { "⚙ " + tool.words }
 
     /// `  message 1f2e… is now delivered`.
     public func line(for update: DeliveryUpdate) -> String {

@@ -30,6 +30,11 @@ public struct TranscriptModel: Sendable {
         positions[id] != nil
     }
 
+    /// The entry `id` as the conversation holds it.
+    public func entry(_ id: MessageID) -> TranscriptEntry? {
+        positions[id].map { entries[$0] }
+    }
+
     /// Applies a live entry; nil when the snapshot or an earlier change already holds it.
     public mutating func apply(_ entry: TranscriptEntry) -> Change? {
         guard isNew(entry.revision) else { return nil }

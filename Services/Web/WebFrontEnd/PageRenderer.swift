@@ -137,6 +137,11 @@ public struct PageRenderer: Sendable {
     }
 
     private func item(_ entry: TranscriptEntry) -> String {
+        if let tool = entry.tool {
+            let bad = tool.state == .error || tool.state == .unfinished ? " bad" : ""
+            return
+                #"<li class="bot tool\#(bad)" data-id="\#(escape(entry.id.value))"><span class="who">⚙</span> <span class="text">\#(escape(tool.words))</span></li>"#
+        }
         switch entry.sender {
         case .user:
             if let author = entry.author {

@@ -20,6 +20,8 @@ final class OpenClawClientConnection: Sendable {
         var deviceID: String?
         /// The label history gives the client's messages (`senderLabel`).
         var senderLabel: String?
+        /// The capabilities it named in `connect` (`tool-events`).
+        var caps: Set<String> = []
         /// The last event sequence number sent on this connection.
         var sequence = 0
         var framesSent = 0
@@ -35,8 +37,9 @@ final class OpenClawClientConnection: Sendable {
     var protocolVersion: Int? { state.withLock { $0.protocolVersion } }
     var isConnected: Bool { state.withLock { $0.protocolVersion != nil && !$0.closed } }
 
-    func connected(protocolVersion: Int, scopes: [String], deviceID: String, senderLabel: String) {
+    func connected(protocolVersion: Int, scopes: [String], caps: [String], deviceID: String, senderLabel: String) {
         state.withLock { state in
+            state.caps = Set(caps)
             state.protocolVersion = protocolVersion
             state.scopes = Set(scopes)
             state.deviceID = deviceID
@@ -45,6 +48,9 @@ final class OpenClawClientConnection: Sendable {
     }
 
     var senderLabel: String? { state.withLock { $0.senderLabel } }
+
+    /// Whether it named the capability `cap` in `connect`.
+    func has(_ cap: String) -> Bool { state.withLock { $0.caps.contains(cap) } }
 
     func allows(_ scope: String) -> Bool {
         state.withLock {

@@ -122,6 +122,7 @@ extension OpenClawGateway {
             return (started, (key, session))
         }
         start(key, message: parsed.message, sessionKey: session, senderLabel: link.senderLabel, images: parsed.images)
+        registerToolEventRecipient(link, in: session)
         return (started, nil)
     }
 
@@ -220,7 +221,10 @@ extension OpenClawGateway {
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
         // The development bot says what it received, so that a test sees an image arrived, once.
         var reply = [message.isEmpty ? nil : bot.reply(to: message), Self.receivedWords(images)].compactMap { $0 }.joined(separator: "\n")
-        if let command = Self.execCommand(in: message) {
+        if let tool = Self.toolRequest(in: message) {
+            guard let said = await runTool(tool, runID: runID, sessionKey: sessionKey) else { return }
+            reply = said
+        } else if let command = Self.execCommand(in: message) {
             let decision = await approval(toRun: command, runID: runID, sessionKey: sessionKey)
             guard activeRuns[runID]?.aborted == false else { return }
             reply = Self.execReply(command: command, decision: decision)
@@ -248,6 +252,7 @@ extension OpenClawGateway {
         var stored = final
         stored.model = Self.model
         writeUserEntry(of: runID)
+        for entry in activeRuns[runID]?.toolEntries ?? [] { append(entry, to: sessionKey) }
         append(stored, to: sessionKey)
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
@@ -280,7 +285,7 @@ extension OpenClawGateway {
         logger.notice("the model failed (fault injection)", metadata: ["gateway.run": "\(runID)"])
     }
 
-    private func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
+    func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
         let ts = Double(OpenClawProtocol.milliseconds(Date()))
         await broadcast(droppable: false) { _ in
             (

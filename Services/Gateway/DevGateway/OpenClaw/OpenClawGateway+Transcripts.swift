@@ -69,7 +69,8 @@ extension OpenClawGateway {
     /// marked, as the gateway does.
     static func shortenedForHistory(_ message: ChatTranscriptMessage) -> ChatTranscriptMessage {
         let text = message.text
-        guard text.count > historyTextLimit else { return message }
+        // As the gateway: tool calls and tool results are never cut.
+        guard text.count > historyTextLimit, message.role != "toolResult", message.toolCalls.isEmpty else { return message }
         var shortened = message
         shortened.content = .array([.object(["type": .string("text"), "text": .string(String(text.prefix(historyTextLimit)) + "\n...(truncated)...")])])
         return shortened

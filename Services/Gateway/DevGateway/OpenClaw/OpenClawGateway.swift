@@ -25,13 +25,17 @@ public struct OpenClawGatewaySettings: Sendable {
     public var modelRetryDelay: Duration
     /// How long an exec approval waits for a decision (the real gateway's agent asks for 30 minutes).
     public var approvalTimeout: Duration
+    /// The verbose level of every session (`agents.defaults.verboseDefault`): `off`, `on` or
+    /// `full`; a tool's result is sent live only when it is `full`.
+    public var verboseDefault: String
 
     public init(
         protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
         maximumPayload: Int = 1 << 20, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
-        approvalTimeout: Duration = .seconds(1800)
+        approvalTimeout: Duration = .seconds(1800), verboseDefault: String = "off"
     ) {
         self.approvalTimeout = approvalTimeout
+        self.verboseDefault = verboseDefault
         self.followUpDelay = followUpDelay
         self.queueCap = max(1, queueCap)
         self.modelRetryDelay = modelRetryDelay
@@ -93,6 +97,12 @@ actor OpenClawGateway {
         var userEntryID: String?
         /// The run's user entry, in a session with no reply yet: written only with the first one.
         var unwrittenUserEntry: ChatTranscriptMessage?
+        /// The connections sent its tool events: those with the `tool-events` capability that
+        /// sent a `chat.send` while it ran (its own, or another in its session).
+        var toolEventRecipients: Set<Int> = []
+        /// What its tool call adds to the transcript before its reply: the assistant entry with
+        /// the thinking and the `toolCall` block, and the `toolResult` entry.
+        var toolEntries: [ChatTranscriptMessage] = []
     }
 
     struct Queued {
@@ -168,7 +178,8 @@ actor OpenClawGateway {
             try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: error)))
             try? await link.close(code, reason: error.message)
         case .accept(let hello, let deviceID, let scopes, let label):
-            link.connected(protocolVersion: hello.protocol, scopes: scopes, deviceID: deviceID, senderLabel: label)
+            let caps = (try? params?.decode(ConnectParams.self))?.caps ?? []
+            link.connected(protocolVersion: hello.protocol, scopes: scopes, caps: caps, deviceID: deviceID, senderLabel: label)
             links[link.connection] = link
             logger.info(
                 "client connected",

@@ -267,18 +267,57 @@ function makeView() {
 
 function setWords(node, words) { if (node.data !== words) node.data = words; }
 
+const TOOL_STATES = { running: "running…", ok: "ok", error: "error", unfinished: "no result" };
+
+/** A tool call's line after its ⚙: `read README.md · ok · 0.3 s`. */
+function toolWords(tool) {
+  const summary = tool.arguments ? tool.name + " " + tool.arguments : tool.name;
+  const ms = tool.durationMilliseconds;
+  const took = tool.state === "running" || ms == null ? ""
+    : " · " + (ms < 10000 ? (ms / 1000).toFixed(1) + " s" : ms < 60000 ? Math.floor(ms / 1000) + " s" : Math.floor(ms / 60000) + " min " + Math.floor(ms / 1000) % 60 + " s");
+  return summary + " · " + (TOOL_STATES[tool.state] || tool.state) + took;
+}
+
+/**
+ * A collapsed <details> of an item, made once and kept in `view[name]`, its words set as text:
+ * the model's thinking before the item, or a tool call's output after it. Removed when the
+ * entry has no such words.
+ */
+function setDetails(view, name, summaryWords, words, before) {
+  if (words == null || words === "") {
+    if (view[name]) { view[name].details.remove(); view[name] = null; }
+    return;
+  }
+  if (!view[name]) {
+    const details = document.createElement("details");
+    details.className = name;
+    const summary = document.createElement("summary");
+    summary.textContent = summaryWords;
+    const body = document.createElement(name === "output" ? "pre" : "div");
+    const bodyWords = document.createTextNode("");
+    body.appendChild(bodyWords);
+    details.append(summary, body);
+    if (before) view.li.insertBefore(details, view.li.firstChild); else view.li.appendChild(details);
+    view[name] = { details, bodyWords };
+  }
+  setWords(view[name].bodyWords, words);
+}
+
 function update(view, entry, streaming) {
   const other = entry.sender && entry.sender.type === "user" && entry.author;
   const mine = entry.sender && entry.sender.type === "user" && !other;
-  const className = mine ? "user" : other ? "other" : "bot";
+  const tool = entry.tool;
+  const className = mine ? "user" : other ? "other" : tool ? "bot tool" + (tool.state === "error" || tool.state === "unfinished" ? " bad" : "") : "bot";
   if (view.li.className !== className) view.li.className = className;
   if (view.li.dataset.id !== entry.id.value) view.li.dataset.id = entry.id.value;
   if (entry.inReplyTo && view.li.dataset.replyTo !== entry.inReplyTo.value) view.li.dataset.replyTo = entry.inReplyTo.value;
   setWords(view.whoWords, (entry.session && shownSession && entry.session !== shownSession ? "[" + entry.session + "] " : "")
-    + (mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":"));
+    + (tool ? "⚙" : mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":"));
   const textClass = "text" + (streaming ? " streaming" : "");
   if (view.text.className !== textClass) view.text.className = textClass;
-  setWords(view.textWords, mine ? withAttachments(entry) : entry.content);
+  setWords(view.textWords, tool ? toolWords(tool) : mine ? withAttachments(entry) : entry.content);
+  setDetails(view, "thinking", "Thinking", entry.thinking, true);
+  setDetails(view, "output", "Output", tool ? tool.output : null, false);
   const status = entry.status || "sending";
   const marked = mine || status === "incomplete";
   if (view.mark.hidden === marked) view.mark.hidden = !marked;
@@ -298,6 +337,15 @@ function update(view, entry, streaming) {
 function announce(entry) {
   const mine = entry.sender.type === "user" && !entry.author;
   const failed = ["failed", "expired", "cancelled"].includes(entry.status);
+  if (entry.tool) {
+    // A tool call is said once, when it ends.
+    const key = entry.id.value + ":ended";
+    if (entry.tool.state === "running" || announced.has(key)) return;
+    announced.add(key);
+    const node = announcer.firstChild || announcer.appendChild(document.createTextNode(""));
+    node.data = "Tool " + toolWords(entry.tool);
+    return;
+  }
   const key = entry.id.value + (mine ? ":" + entry.status : "");
   if ((mine && !failed) || announced.has(key)) return;
   announced.add(key);
