@@ -31,6 +31,12 @@ public struct WebConfiguration: Sendable {
 
 /// tether-web: one page and a WebSocket that bridges it to the bus, behind ``WebAccess``.
 public enum WebServer {
+    /// Frames are read whole up to this many times ``PageLimits/frameBytes``, and a message
+    /// over that is refused (1009) once read: a server that closes while the page still writes
+    /// leaves data unread, the close becomes a reset, and the page would see no 1009, so it
+    /// would not know its message can never be sent.
+    static let frameReadFactor = 16
+
     /// The services of tether-web: the web application, and what follows the connection for
     /// a new page's first frame.
     public static func makeServices(configuration: WebConfiguration, bus: any Bus, logger: Logger) throws -> [any Service] {
@@ -117,7 +123,7 @@ public enum WebServer {
                 GuardedChildChannel(
                     inner: HTTP1WebSocketUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder,
-                        configuration: .init(maxFrameSize: limits.frameBytes)))
+                        configuration: .init(maxFrameSize: limits.frameBytes * Self.frameReadFactor)))
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
             onServerRunning: { channel in
