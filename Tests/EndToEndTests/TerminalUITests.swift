@@ -87,6 +87,42 @@ import TetherTesting
         try ui.press("C-c")
     }
 
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func theStatusLineShowsTheModelAndTokensAndHelpListsTheCommands() async throws {
+        let set = try await ComposedSet.openClaw()
+        defer { set.stop() }
+        let ui = try startUI(set, columns: 200, rows: 30)
+        _ = try await ui.waitFor("session agent:main:main · tether/tether-dev-echo ·", "/help")
+
+        try ui.type("/help")
+        try ui.press("Enter")
+        let help = try await ui.waitFor("Tether handles these itself", "/think LEVEL", "/model [NAME]", "is sent to the gateway as text")
+        print("terminal UI /help:\n\(help)")
+
+        // A message: its tokens, as the gateway counts them, join the status line.
+        try ui.type("hello")
+        try ui.press("Enter")
+        _ = try await ui.waitFor(": You said: hello", "tether/tether-dev-echo 6/32,000 tokens (<1%)")
+
+        // The thinking level: sent as the gateway's command, answered by it, shown.
+        try ui.type("/think max")
+        try ui.press("Enter")
+        let thinking = try await ui.waitFor("Thinking level set to high.", "sent /think high to the gateway; it answers in the conversation")
+        #expect(thinking.contains("You: /think high  ✓✓ delivered"), "the command sent is shown as sent:\n\(thinking)")
+        // The words go with the next key; the status line shows the level.
+        try ui.press("Escape")
+        _ = try await ui.waitFor("tether/tether-dev-echo think high 6/32,000 tokens (<1%)")
+        try ui.type("/think extreme")
+        try ui.press("Enter")
+        _ = try await ui.waitFor("extreme is no thinking level")
+        try ui.type("/status")
+        try ui.press("Enter")
+        let status = try await ui.waitFor("model tether/tether-dev-echo", "thinking high", "context 6/32,000 tokens (<1%)")
+        print("terminal UI /status:\n\(status)")
+        #expect(set.receipts().keys.filter { $0.hasPrefix("/think") } == ["/think high"], "the refused level was not sent")
+        try ui.press("C-c")
+    }
+
     /// The terminal UI sleeps between keys and changes: what the bus brings, a resize and a
     /// long paste are each drawn, with no periodic redraw in between.
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))

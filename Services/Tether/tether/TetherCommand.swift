@@ -14,7 +14,8 @@ struct TetherCommand: AsyncParsableCommand {
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
         subcommands: [
-            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Approvals.self, Approve.self, Cancel.self,
+            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Models.self, Agents.self, Abort.self, Approvals.self,
+            Approve.self, Cancel.self,
             Reconnect.self, Suspend.self, Resume.self, Web.self,
         ],
         defaultSubcommand: Chat.self
@@ -62,7 +63,7 @@ struct Chat: AsyncParsableCommand {
             let events = try await bus.subscribe(
                 to: [
                     "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name,
-                    Topic.approvals.name,
+                    Topic.approvals.name, Topic.sessionSettings.name,
                 ],
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
