@@ -63,7 +63,8 @@ import TetherTesting
         let set = try await ComposedSet.openClaw()
         defer { set.stop() }
         #expect(try set.tether(["send", "said in main"]).status == 0)
-        let ui = try startUI(set)
+        // Wide enough for the status line's hints after the session's model and tokens.
+        let ui = try startUI(set, columns: 160)
         _ = try await ui.waitFor("You: said in main  ✓✓ delivered", "session agent:main:main", "Ctrl-P sessions")
 
         try ui.type("/session side")
@@ -77,11 +78,11 @@ import TetherTesting
         #expect(!answered.contains("said in main"))
         #expect(set.openClawTranscript(session: "agent:main:side").first?.text == "said in side")
 
-        // Ctrl-P lists the sessions; a digit chooses one.
+        // Ctrl-P lists the sessions, the most recently active first, as the gateway does; a digit chooses one.
         try ui.press("C-p")
-        let list = try await ui.waitFor("1  agent:main:main", "2  agent:main:side  ← current")
+        let list = try await ui.waitFor("1  agent:main:side  ← current", "2  agent:main:main")
         print("terminal UI session list:\n\(list)")
-        try ui.type("1")
+        try ui.type("2")
         let back = try await ui.waitFor("You: said in main  ✓✓ delivered", "chatting in agent:main:main")
         #expect(!back.contains("said in side"), "the side session's transcript is still shown:\n\(back)")
         try ui.press("C-c")

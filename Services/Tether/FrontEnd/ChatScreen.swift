@@ -505,7 +505,7 @@ public struct ChatScreen: Sendable {
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
         let sessions = session?.dialect == .openclaw ? " · Ctrl-P sessions" : ""
-        parts.append("/help · Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
+        parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit · /help")
         return parts.joined(separator: " · ")
     }
 
