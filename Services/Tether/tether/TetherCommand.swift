@@ -43,7 +43,9 @@ struct Chat: AsyncParsableCommand {
         discussion: """
             Enter sends; Up and Down recall what was sent; PgUp and PgDn scroll; Esc hides the \
             banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-X stops the reply being written (OpenClaw); Ctrl-Z suspends (the connection \
-            closes; fg brings it back; only when started from a shell); Ctrl-C quits. With --plain, or when the output is not a \
+            closes; fg brings it back; only when started from a shell); Ctrl-C quits. /help lists the commands Tether handles itself \
+            (/status, /models, /model NAME, /think LEVEL, /agent ID, /session KEY, /new, /reset); any other line is sent as typed. \
+            With --plain, or when the output is not a \
             terminal: plain lines, every change announced in words; lines typed are sent.
             """
     )
