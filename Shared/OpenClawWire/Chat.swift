@@ -294,22 +294,129 @@ public struct ChatEventPayload: Sendable, Hashable, Codable {
 
 /// The result of `sessions.list`, as far as Tether shows it.
 public struct SessionsListResult: Sendable, Hashable, Codable {
+    /// A row (`GatewaySessionRow`): the session, its settings and its usage. Settings are the
+    /// stored overrides (absent when default); `model` and `modelProvider` are always filled.
     public struct Session: Sendable, Hashable, Codable {
         public var key: String
         public var displayName: String?
         public var updatedAt: Int?
+        public var sessionId: String?
+        public var thinkingLevel: String?
+        public var modelProvider: String?
+        public var model: String?
+        public var inputTokens: Int?
+        public var outputTokens: Int?
+        /// The tokens the session's context holds, when known.
+        public var totalTokens: Int?
+        public var totalTokensFresh: Bool?
+        /// The context window.
+        public var contextTokens: Int?
+        public var estimatedCostUsd: Double?
 
-        public init(key: String, displayName: String?, updatedAt: Int?) {
+        public init(
+            key: String, displayName: String?, updatedAt: Int?, sessionId: String? = nil, thinkingLevel: String? = nil, modelProvider: String? = nil,
+            model: String? = nil, inputTokens: Int? = nil, outputTokens: Int? = nil, totalTokens: Int? = nil, totalTokensFresh: Bool? = nil,
+            contextTokens: Int? = nil, estimatedCostUsd: Double? = nil
+        ) {
             self.key = key
             self.displayName = displayName
             self.updatedAt = updatedAt
+            self.sessionId = sessionId
+            self.thinkingLevel = thinkingLevel
+            self.modelProvider = modelProvider
+            self.model = model
+            self.inputTokens = inputTokens
+            self.outputTokens = outputTokens
+            self.totalTokens = totalTokens
+            self.totalTokensFresh = totalTokensFresh
+            self.contextTokens = contextTokens
+            self.estimatedCostUsd = estimatedCostUsd
+        }
+    }
+
+    /// What a session without its own settings uses.
+    public struct Defaults: Sendable, Hashable, Codable {
+        public var modelProvider: String?
+        public var model: String?
+        public var contextTokens: Int?
+
+        public init(modelProvider: String?, model: String?, contextTokens: Int?) {
+            self.modelProvider = modelProvider
+            self.model = model
+            self.contextTokens = contextTokens
         }
     }
 
     public var sessions: [Session]
+    public var defaults: Defaults?
 
-    public init(sessions: [Session]) {
+    public init(sessions: [Session], defaults: Defaults? = nil) {
         self.sessions = sessions
+        self.defaults = defaults
+    }
+}
+
+/// The answer to `models.list`: the models a session may use (the allowlist, else the catalog).
+public struct ModelsListResult: Sendable, Hashable, Codable {
+    /// A catalog entry (`ModelCatalogEntry`).
+    public struct Model: Sendable, Hashable, Codable {
+        public var id: String
+        public var name: String?
+        public var provider: String
+        public var alias: String?
+        public var contextWindow: Int?
+        public var reasoning: Bool?
+
+        public init(id: String, name: String?, provider: String, alias: String? = nil, contextWindow: Int? = nil, reasoning: Bool? = nil) {
+            self.id = id
+            self.name = name
+            self.provider = provider
+            self.alias = alias
+            self.contextWindow = contextWindow
+            self.reasoning = reasoning
+        }
+    }
+
+    public var models: [Model]
+
+    public init(models: [Model]) {
+        self.models = models
+    }
+}
+
+/// The answer to `agents.list`.
+public struct AgentsListResult: Sendable, Hashable, Codable {
+    public struct Agent: Sendable, Hashable, Codable {
+        /// The agent's model choice: `{primary, fallbacks}`.
+        public struct ModelChoice: Sendable, Hashable, Codable {
+            public var primary: String?
+
+            public init(primary: String?) {
+                self.primary = primary
+            }
+        }
+
+        public var id: String
+        public var name: String?
+        public var model: ModelChoice?
+
+        public init(id: String, name: String?, model: ModelChoice?) {
+            self.id = id
+            self.name = name
+            self.model = model
+        }
+    }
+
+    public var defaultId: String
+    public var mainKey: String
+    public var scope: String?
+    public var agents: [Agent]
+
+    public init(defaultId: String, mainKey: String, scope: String?, agents: [Agent]) {
+        self.defaultId = defaultId
+        self.mainKey = mainKey
+        self.scope = scope
+        self.agents = agents
     }
 }
 

@@ -166,6 +166,9 @@ extension Topic {
     public static let heartbeat: Topic = "sys.heartbeat"
     /// Retained. The approvals the gateway waits for (OpenClaw), and what last changed. Owner: tether-protod. Body: ``ApprovalsUpdate``.
     public static let approvals: Topic = "approvals"
+    /// Retained. The settings and usage of the session chatted in (OpenClaw): model, thinking
+    /// level, tokens, context window, cost. Owner: tether-protod. Body: ``SessionSettings``.
+    public static let sessionSettings: Topic = "session.settings"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.
     public static let probePrefix = "sys.probe."
 }

@@ -4,7 +4,7 @@
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
 compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
-the tether command, only the OpenClaw checks run (a session switch, an approval, an image, a tool call; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
+the tether command, only the OpenClaw checks run (a session switch, an approval, an image, a tool call, the slash commands and settings; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -654,6 +654,32 @@ def check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed(driver)
     return f"{line!r}; output {len(text.splitlines())} lines; thinking {words!r}"
 
 
+def check_slash_commands_change_and_show_the_settings(driver):
+    """Tether's own /commands on the page: /help lists them, /think changes the level through
+    the gateway (whose answer comes in the conversation), /status opens the status view with
+    the model and the tokens, a level OpenClaw does not read is refused in words, and a
+    /command the gateway knows is sent as typed."""
+    driver.get(BASE)
+    live(driver)
+    send(driver, "/help")
+    output = driver.find_element(By.ID, "command-output")
+    wait(lambda: output.is_displayed() and "/think LEVEL" in output.text and "sent to the gateway as text" in output.text, 20, "/help's list")
+    send(driver, "/think high")
+    wait(lambda: "sent /think high" in text_of(driver, "notice"), 20, "the change said")
+    wait(lambda: any(text.endswith("Thinking level set to high.") for _, text in conversation(driver)), 30, "the gateway's answer")
+    model = lambda: driver.find_element(By.ID, "status-model").get_attribute("textContent")
+    usage = lambda: driver.find_element(By.ID, "status-usage").get_attribute("textContent")
+    wait(lambda: "thinking high" in model(), 20, "the level in the status view")
+    send(driver, "/status")
+    wait(lambda: driver.find_element(By.CSS_SELECTOR, "details.status").get_attribute("open") is not None, 10, "the status view opened")
+    wait(lambda: "tokens" in usage(), 20, "the usage in the status view")
+    send(driver, "/think extreme")
+    wait(lambda: "extreme is no thinking level" in text_of(driver, "notice"), 20, "the refusal said")
+    send(driver, "/compact")
+    wait(lambda: any(text.endswith("You said: /compact") for _, text in conversation(driver)), 30, "/compact sent to the gateway")
+    return f"model {model()!r}, usage {usage()!r}"
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
@@ -666,7 +692,8 @@ def main():
     started = time.monotonic()
     checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page,
               check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused,
-              check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed] if SESSIONS_ONLY else CHECKS
+              check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed,
+              check_slash_commands_change_and_show_the_settings] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie

@@ -50,6 +50,10 @@ import TetherSchema
         let plain = #"{"content":"hello","id":{"value":"1"}}"#
         #expect(SecretRedactor.redact(Data(plain.utf8)) == Data(plain.utf8), "a body without secrets is left byte for byte")
         #expect(SecretRedactor.redact(Data("not json".utf8)) == Data("not json".utf8))
+        // Counts of a model's tokens are usage, not secrets; a string under such a name still is.
+        let usage = #"{"contextTokens":200000,"inputTokens":12,"deviceTokens":"s3cret"}"#
+        let shown = String(decoding: SecretRedactor.redact(Data(usage.utf8)), as: UTF8.self)
+        #expect(shown.contains(#""contextTokens":200000"#) && shown.contains(#""inputTokens":12"#) && !shown.contains("s3cret"), "\(shown)")
     }
 
     @Test func aRecordingLineReadsBackAsTheSameMessage() throws {

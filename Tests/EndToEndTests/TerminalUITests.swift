@@ -64,7 +64,8 @@ import TetherTesting
         let set = try await ComposedSet.openClaw()
         defer { set.stop() }
         #expect(try set.tether(["send", "said in main"]).status == 0)
-        let ui = try startUI(set)
+        // Wide enough for the status line's hints after the session's model and tokens.
+        let ui = try startUI(set, columns: 160)
         _ = try await ui.waitFor("You: said in main  ✓✓ delivered", "session agent:main:main", "Ctrl-P sessions")
 
         try ui.type("/session side")
@@ -78,13 +79,49 @@ import TetherTesting
         #expect(!answered.contains("said in main"))
         #expect(set.openClawTranscript(session: "agent:main:side").first?.text == "said in side")
 
-        // Ctrl-P lists the sessions; a digit chooses one.
+        // Ctrl-P lists the sessions, the most recently active first, as the gateway does; a digit chooses one.
         try ui.press("C-p")
-        let list = try await ui.waitFor("1  agent:main:main", "2  agent:main:side  ← current")
+        let list = try await ui.waitFor("1  agent:main:side  ← current", "2  agent:main:main")
         print("terminal UI session list:\n\(list)")
-        try ui.type("1")
+        try ui.type("2")
         let back = try await ui.waitFor("You: said in main  ✓✓ delivered", "chatting in agent:main:main")
         #expect(!back.contains("said in side"), "the side session's transcript is still shown:\n\(back)")
+        try ui.press("C-c")
+    }
+
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func theStatusLineShowsTheModelAndTokensAndHelpListsTheCommands() async throws {
+        let set = try await ComposedSet.openClaw()
+        defer { set.stop() }
+        let ui = try startUI(set, columns: 200, rows: 30)
+        _ = try await ui.waitFor("session agent:main:main · tether/tether-dev-echo ·", "/help")
+
+        try ui.type("/help")
+        try ui.press("Enter")
+        let help = try await ui.waitFor("Tether handles these itself", "/think LEVEL", "/model [NAME]", "is sent to the gateway as text")
+        print("terminal UI /help:\n\(help)")
+
+        // A message: its tokens, as the gateway counts them, join the status line.
+        try ui.type("hello")
+        try ui.press("Enter")
+        _ = try await ui.waitFor(": You said: hello", "tether/tether-dev-echo 6/32,000 tokens (<1%)")
+
+        // The thinking level: sent as the gateway's command, answered by it, shown.
+        try ui.type("/think max")
+        try ui.press("Enter")
+        let thinking = try await ui.waitFor("Thinking level set to high.", "sent /think high to the gateway; it answers in the conversation")
+        #expect(thinking.contains("You: /think high  ✓✓ delivered"), "the command sent is shown as sent:\n\(thinking)")
+        // The words go with the next key; the status line shows the level.
+        try ui.press("Escape")
+        _ = try await ui.waitFor("tether/tether-dev-echo think high 6/32,000 tokens (<1%)")
+        try ui.type("/think extreme")
+        try ui.press("Enter")
+        _ = try await ui.waitFor("extreme is no thinking level")
+        try ui.type("/status")
+        try ui.press("Enter")
+        let status = try await ui.waitFor("model tether/tether-dev-echo", "thinking high", "context 6/32,000 tokens (<1%)")
+        print("terminal UI /status:\n\(status)")
+        #expect(set.receipts().keys.filter { $0.hasPrefix("/think") } == ["/think high"], "the refused level was not sent")
         try ui.press("C-c")
     }
 

@@ -216,13 +216,15 @@ import TetherWire
     }
 
     @Test func slashSessionAndCtrlPChooseASessionAndOtherSlashesAreMessages() throws {
-        #expect(ChatScreen.command(in: "/session side") == .useSession("side"))
-        #expect(ChatScreen.command(in: "  /session   agent:main:side ") == .useSession("agent:main:side"))
-        #expect(ChatScreen.command(in: "/sessions") == .listSessions)
-        #expect(ChatScreen.command(in: "/session") == .listSessions)
-        #expect(ChatScreen.command(in: "/session two words") == nil)
-        #expect(ChatScreen.command(in: "/new") == nil, "the gateway's own commands go to it as messages")
         var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        #expect(screen.command(for: "/session side") == .useSession("side"))
+        #expect(screen.command(for: "  /session   agent:main:side ") == .useSession("agent:main:side"))
+        #expect(screen.command(for: "/sessions") == .listSessions)
+        #expect(screen.command(for: "/session") == .listSessions)
+        #expect(screen.command(for: "/session two words") == nil, "said in words, nothing sent")
+        #expect(screen.command(for: "/compact") == .send("/compact", images: []), "the gateway's own commands go to it as messages")
+        #expect(screen.command(for: "/new") == .send("/new", images: []), "sent as a message, the gateway answers")
+        #expect(screen.command(for: "/model large") == .local(.setModel("large")))
         for character in "/session side" { _ = screen.handle(.character(character), at: start) }
         #expect(screen.handle(.enter, at: start) == .useSession("side"))
         #expect(screen.handle(.control("p"), at: start) == .listSessions)

@@ -152,6 +152,10 @@ def command_cases(run_id, dialect):
         ("protod.cmd", "sessions", {}, openclaw_only),
         ("protod.cmd", "abort", {}, "AbortReply" if dialect == "openclaw" else "refused"),
         ("protod.cmd", "approvals", {}, "ApprovalsUpdate"),
+        ("protod.cmd", "models", {}, "ModelsReply" if dialect == "openclaw" else "refused"),
+        ("protod.cmd", "agents", {}, "AgentsReply" if dialect == "openclaw" else "refused"),
+        ("protod.cmd", "session.set", {"id": {"value": "schema-think-" + run_id}, "thinking": "extreme"}, "refused"),
+        ("protod.cmd", "session.set", {"id": {"value": "schema-none-" + run_id}}, "outOfBounds"),
         ("protod.cmd", "approve", {"id": "no-such-approval", "decision": "deny"}, "refused"),
         ("protod.cmd", "approve", {"id": "x", "decision": "maybe"}, "malformed"),
         ("protod.cmd", "no.such.method", {}, "unknownMethod"),
@@ -174,7 +178,7 @@ def command_cases(run_id, dialect):
 
 
 REQUESTS = {"send": "SendRequest", "cancel": "CancelRequest", "recover": "RecoverRequest", "journal": "JournalRequest",
-            "sessions": "SessionsRequest", "abort": "AbortRequest", "approvals": "ApprovalsRequest", "approve": "ApproveRequest", "transcript": "TranscriptRequest", "search": "SearchRequest",
+            "sessions": "SessionsRequest", "models": "ModelsRequest", "agents": "AgentsRequest", "session.set": "SessionSetRequest", "abort": "AbortRequest", "approvals": "ApprovalsRequest", "approve": "ApproveRequest", "transcript": "TranscriptRequest", "search": "SearchRequest",
             "snapshot": "SnapshotRequest", "display.save": "DisplaySaveRequest", "connection": "ConnectionRequest"}
 
 

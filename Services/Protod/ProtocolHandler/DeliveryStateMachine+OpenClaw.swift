@@ -182,7 +182,9 @@ extension DeliveryStateMachine {
         if receiveApprovals(frame, now: now, into: &actions) { return }
         switch frame {
         case .response(let id, let ok, let payload, let error):
-            if id.hasPrefix("cmd:") {
+            if id.hasPrefix(OpenClawLink.settingsRequestPrefix) {
+                settingsAnswered(ok ? try? payload?.decode(SessionsListResult.self) : nil, into: &actions)
+            } else if id.hasPrefix("cmd:") {
                 actions.append(.commandAnswered(id: id, ok: ok, payload: payload, error: error))
             } else if id.hasPrefix("send:") {
                 sendAnswered(String(id.dropFirst("send:".count)), ok: ok, payload: payload, error: error, now: now, into: &actions)
@@ -194,6 +196,9 @@ extension DeliveryStateMachine {
         case .event(name: "chat", let payload, _):
             guard let event = try? payload?.decode(ChatEventPayload.self) else { return }
             chat(event, now: now, into: &actions)
+            // A run of the session ended (a reply, or a setting the gateway answered): its usage
+            // and settings are asked for again.
+            if event.state != .delta, event.sessionKey.map(link.names) ?? true { askForSettings(into: &actions) }
         case .event(name: "agent", let payload, _):
             guard let event = try? payload?.decode(AgentEventPayload.self) else { return }
             agent(event, now: now, into: &actions)

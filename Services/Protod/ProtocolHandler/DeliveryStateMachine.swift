@@ -103,6 +103,8 @@ public struct DeliveryStateMachine: Sendable {
         case retainSession(ConversationSession)
         /// Retain on `approvals`: the approvals waiting changed.
         case retainApprovals(ApprovalsUpdate)
+        /// Retain on `session.settings`: the session's settings or usage changed.
+        case retainSettings(SessionSettings)
         /// The gateway answered a request made for a command (``gatewayRequest(_:params:now:)``).
         case commandAnswered(id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?)
 
@@ -183,6 +185,10 @@ public struct DeliveryStateMachine: Sendable {
     var transcript = TranscriptMemory()
     /// The approvals the gateway waits for (OpenClaw).
     public internal(set) var approvals = ApprovalBook(unavailable: "not connected to a gateway yet")
+    /// The settings and usage of the session chatted in, as the gateway last said them.
+    public internal(set) var sessionSettings = SessionSettings(unavailable: "not connected to a gateway yet")
+    /// The session whose settings were last asked for on the open connection.
+    var settingsAskedFor: String?
     /// How many recent transcript entries the machine keeps in mind (and is started with).
     static let knownLimit = TranscriptMemory.limit
 
@@ -298,6 +304,7 @@ public struct DeliveryStateMachine: Sendable {
             pending = messages.filter { [.queued, .sent, .accepted].contains($0.status) }.sorted { $0.sequence < $1.sequence }.map(Self.pending)
             awaitingReply = pending.filter(\.everWritten).map(\.messageID)
             actions.append(.retainApprovals(approvals.current))
+            actions.append(.retainSettings(sessionSettings))
             actions.append(.retainHealth(health.report))
         case .accepted(let message, let fallbackFrom):
             accepted(message, fallbackFrom: fallbackFrom, now: now, into: &actions)
@@ -321,10 +328,13 @@ public struct DeliveryStateMachine: Sendable {
             if let gateway, gateway.dialect == .openclaw {
                 openClawConnectionUp(epoch: epoch, id: id, gateway: gateway, now: now)
                 approvalsConnectionUp(epoch: epoch, gateway: gateway, now: now, into: &actions)
+                // Asked for after the history lookup (``askForSettingsOfNewSession``): the conversation first.
+                settingsAskedFor = nil
             } else {
                 // First ask for what the gateway sent while this client could not hear it.
                 connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .seed(SeedLink(resume: .due(after: session.lastSequence))))
                 approvalsConnectionUp(epoch: epoch, gateway: gateway, now: now, into: &actions)
+                learnSettings(SessionSettings(unavailable: Self.settingsUnavailableOnSeed), into: &actions)
             }
         case .connectionDown:
             connectionEnded(now: now, into: &actions)
@@ -354,6 +364,7 @@ public struct DeliveryStateMachine: Sendable {
         approvals(.tick, now: now, into: &actions)
         expire(now: now, into: &actions)
         decide(now: now, into: &actions)
+        askForSettingsOfNewSession(into: &actions)
         publishDueStreams(now: now, into: &actions)
         publishDueRuns(now: now, into: &actions)
         nameSessions(in: &actions)

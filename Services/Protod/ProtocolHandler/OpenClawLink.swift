@@ -120,6 +120,15 @@ struct OpenClawLink: Sendable, Equatable {
         return Data(Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit)).utf8)
     }
 
+    /// The id prefix of the requests for the session's settings and usage.
+    static let settingsRequestPrefix = "settings:"
+
+    /// `sessions.list`, for the row of the session chatted in: its settings and usage.
+    mutating func settingsRequest() -> Data {
+        requests += 1
+        return Data(Self.codec.request(id: "\(Self.settingsRequestPrefix)\(requests)", method: "sessions.list", params: [String: String]()).utf8)
+    }
+
     /// A request made for a command; its answer is handed back as ``DeliveryStateMachine/Action/commandAnswered(id:ok:payload:error:)``.
     mutating func commandRequest(method: String, params: JSONValue?) -> (id: String, frame: Data) {
         requests += 1

@@ -185,6 +185,68 @@ actor ProtocolEngine {
             current: current)
     }
 
+    /// The gateway's models (`models.list`).
+    func models() async throws -> ModelsCommand.Reply {
+        try await refuseOnSeed()
+        let answer = try await askGateway("models.list", params: .object([:]), timeout: .seconds(15))
+        guard let list = try? answer?.decode(ModelsListResult.self) else {
+            throw CommandError("the gateway's models.list answer could not be read", code: .failed)
+        }
+        return ModelsCommand.Reply(
+            models: list.models.map {
+                ModelChoice(id: $0.id, provider: $0.provider, name: $0.name, alias: $0.alias, contextWindow: $0.contextWindow, reasoning: $0.reasoning)
+            })
+    }
+
+    /// The gateway's agents (`agents.list`).
+    func agents() async throws -> AgentsCommand.Reply {
+        try await refuseOnSeed()
+        let answer = try await askGateway("agents.list", params: .object([:]), timeout: .seconds(15))
+        guard let list = try? answer?.decode(AgentsListResult.self) else {
+            throw CommandError("the gateway's agents.list answer could not be read", code: .failed)
+        }
+        return AgentsCommand.Reply(
+            agents: list.agents.map { AgentsCommand.Reply.Agent(id: $0.id, name: $0.name, model: $0.model?.primary) }, defaultID: list.defaultId,
+            mainKey: list.mainKey)
+    }
+
+    /// Sets the session's model or thinking level: the values checked (the model against the
+    /// gateway's list when it gives one), then the gateway's text commands sent through the
+    /// outbox, each exactly once, with ids made from the change's.
+    func setSession(_ request: SessionSetCommand.Request) async throws -> SessionSetCommand.Reply {
+        try await refuseOnSeed()
+        var models: [ModelChoice]?
+        var unchecked: String?
+        if request.model != nil {
+            do {
+                models = try await self.models().models
+            } catch {
+                // Not listed (not connected, or the gateway would not): the gateway judges the
+                // name itself when the message reaches it, and answers in the conversation.
+                unchecked = "\(error)"
+            }
+        }
+        let messages: [(setting: String, text: String)]
+        switch SettingsChange.messages(model: request.model, thinking: request.thinking, models: models) {
+        case .success(let checked): messages = checked
+        case .failure(let refusal): throw CommandError(refusal.description, code: .refused)
+        }
+        var sent: [SendMessageCommand.Reply] = []
+        for message in messages {
+            let id = SessionSetCommand.messageID(of: request.id, setting: message.setting)
+            sent.append(try await send(SendMessageCommand.Request(id: id, content: message.text)))
+        }
+        let texts = messages.map(\.text).joined(separator: " and ")
+        let check = unchecked.map { " (the model is not checked: \($0))" } ?? ""
+        return SessionSetCommand.Reply(sent: sent, detail: "sent \(texts) to the gateway\(check); it answers in the conversation")
+    }
+
+    /// Refuses a settings command on a seed gateway, in words.
+    private func refuseOnSeed() async throws {
+        let seed = try await driver.perform { $0.machine.conversation?.dialect == .seed }
+        if seed { throw CommandError(DeliveryStateMachine.settingsUnavailableOnSeed, code: .refused) }
+    }
+
     /// Chats in another session from now on: the choice is kept first, then the machine goes
     /// over once what was sent before is answered.
     func useSession(_ key: String) async throws -> SessionUseCommand.Reply {
@@ -390,6 +452,8 @@ actor ProtocolEngine {
             try bus.retain(session, on: .conversationSession)
         case .retainApprovals(let update):
             try bus.retain(update, on: .approvals)
+        case .retainSettings(let settings):
+            try bus.retain(settings, on: .sessionSettings)
         case .commandAnswered(let id, let ok, let payload, let error):
             answer(id, with: (ok, payload, error))
         case .reconnect(let reason):
@@ -461,6 +525,7 @@ extension DeliveryStateMachine.Action {
         case .reconnect: "reconnect"
         case .retainSession: "retainSession"
         case .retainApprovals: "retainApprovals"
+        case .retainSettings: "retainSettings"
         case .commandAnswered: "commandAnswered"
         }
     }

@@ -80,6 +80,15 @@ public struct ProtocolService: Service {
         builder.on(SessionsCommand.self) { _ in
             try await engine.sessions()
         }
+        builder.on(ModelsCommand.self) { _ in
+            try await engine.models()
+        }
+        builder.on(AgentsCommand.self) { _ in
+            try await engine.agents()
+        }
+        builder.on(SessionSetCommand.self) { request in
+            try await engine.setSession(request)
+        }
         builder.on(SessionUseCommand.self) { request in
             try await engine.useSession(request.key)
         }

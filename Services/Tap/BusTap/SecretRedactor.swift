@@ -2,7 +2,8 @@ public import Foundation
 
 /// Hides secrets in message bodies before the tap shows or records them: the value of every
 /// field whose name says it holds one (token, secret, password, authorization, api key,
-/// private key), also inside JSON carried as a string (a gateway frame in `wire.in`).
+/// private key), also inside JSON carried as a string (a gateway frame in `wire.in`); a
+/// count of a model's tokens (`inputTokens: 12`) is not one.
 ///
 /// No Tether program publishes a secret; this guards against one that would.
 public enum SecretRedactor {
@@ -26,12 +27,18 @@ public enum SecretRedactor {
             .contains { name.contains($0) }
     }
 
+    /// Whether a field counts tokens of a model's context (`totalTokens: 1540`): a number
+    /// under a plural name, which no secret is.
+    static func isCount(fieldName: String, _ value: Any) -> Bool {
+        fieldName.lowercased().hasSuffix("tokens") && value is NSNumber
+    }
+
     private static func redact(_ value: Any, changed: inout Bool) -> Any {
         switch value {
         case let object as [String: Any]:
             var result: [String: Any] = [:]
             for (key, field) in object {
-                if isSecret(fieldName: key), !(field is NSNull) {
+                if isSecret(fieldName: key), !(field is NSNull), !isCount(fieldName: key, field) {
                     result[key] = mask
                     changed = true
                 } else {

@@ -30,6 +30,8 @@ public enum ChatAction: Sendable, Equatable {
     case useSession(String)
     /// Answer an approval the gateway waits for (a key of the approval prompt).
     case approve(id: String, decision: ApprovalDecision)
+    /// A command of ``SlashCommands`` that needs the bus: a list, the agent, the model, the thinking level.
+    case local(LocalCommand)
     case quit
 }
 
@@ -90,6 +92,12 @@ public struct ChatScreen: Sendable {
     static let heldLimit = 5000
     /// The gateway's sessions to choose from with a digit, while the list is shown.
     private var sessionChoices: [SessionsCommand.Reply.Session]?
+    /// Lines shown above the conversation until the next key: `/help`, `/status`, `/models`, `/agents`.
+    private var panel: (title: String, lines: [String])?
+    /// The session's settings and usage, as protod retains them.
+    public private(set) var settings: SessionSettings?
+    /// The lines a front end handles itself.
+    public static let commands = SlashCommands.standard
     /// The set's storage problems: a full disk, damaged files set aside.
     private var storage = StorageNotices()
     /// The approvals the gateway waits for, shown over the input line.
@@ -181,6 +189,9 @@ public struct ChatScreen: Sendable {
         case .approvals:
             guard let update = try? message.decode(ApprovalsUpdate.self) else { return false }
             if let ended = approvals.apply(update, replay: message.header.replay, at: now, date: date) { notice = ended }
+        case .sessionSettings:
+            guard let current = try? message.decode(SessionSettings.self) else { return false }
+            settings = current
         default:
             return false
         }
@@ -231,8 +242,9 @@ public struct ChatScreen: Sendable {
     /// Applies a key; returns what the UI must do, if anything.
     public mutating func handle(_ key: Key, at now: ContinuousClock.Instant) -> ChatAction? {
         // The notice and the list go with the key: then more than the input line changes.
-        if notice != nil || sessionChoices != nil { owe(.everything) }
+        if notice != nil || sessionChoices != nil || panel != nil { owe(.everything) }
         notice = nil
+        panel = nil
         if let choices = sessionChoices {
             sessionChoices = nil
             if case .character(let digit) = key, let number = digit.wholeNumberValue, (1...choices.count).contains(number) {
@@ -262,10 +274,8 @@ public struct ChatScreen: Sendable {
             guard let line = composer.submit() else { return nil }
             scrollOffset = 0
             owe(.everything)
-            if let command = Self.command(in: line) { return command }
             if let handled = attachmentCommand(in: line) { return handled }
-            defer { images = [] }
-            return .send(line, images: images)
+            return command(for: line)
         case .backspace, .delete, .left, .right, .home, .control("a"), .end, .control("e"), .up, .down:
             edit(key)
             owe(.inputLine)
@@ -320,14 +330,39 @@ public struct ChatScreen: Sendable {
         }
     }
 
-    /// `/session KEY` and `/sessions`, as OpenClaw's terminal UI reads them; nil for a message.
-    static func command(in line: String) -> ChatAction? {
-        let words = line.split(whereSeparator: \.isWhitespace)
-        switch words.first {
-        case "/sessions" where words.count == 1: return .listSessions
-        case "/session" where words.count == 1: return .listSessions
-        case "/session" where words.count == 2: return .useSession(String(words[1]))
-        default: return nil
+    /// What a line typed asks for: a command of ``commands`` (`/help` and `/status` shown at
+    /// once, a misused one said in words), or a message, sent as typed.
+    /// `/help`'s lines: the table's, with what only the terminal UI reads (images, approvals)
+    /// before the line about everything else.
+    static var help: [String] {
+        let table = commands.help
+        return table.dropLast() + [
+            "/attach [PATH]  an image (PNG, JPEG, GIF or WebP) for the next message (without PATH, what is attached)",
+            "/detach  the next message goes without the images attached",
+            "Ctrl-G  the approval the gateway waits for, after Esc put it aside",
+        ] + table.suffix(1)
+    }
+
+    mutating func command(for line: String) -> ChatAction? {
+        switch Self.commands.read(line) {
+        case .message(let text):
+            defer { images = [] }
+            return .send(text, images: images)
+        case .misused(let words):
+            report(words)
+            return nil
+        case .local(.help):
+            show("Tether handles these itself (any key closes):", Self.help)
+            return nil
+        case .local(.status):
+            show("The session (any key closes)", statusLines)
+            return nil
+        case .local(.listSessions): return .listSessions
+        case .local(.useSession(let key)): return .useSession(key)
+        case .local(.restartSession(let text)):
+            report("\(text) sent: the gateway starts the session anew, its history empty, and answers in the conversation")
+            return .send(text, images: [])
+        case .local(let command): return .local(command)
         }
     }
 
@@ -378,6 +413,32 @@ public struct ChatScreen: Sendable {
     /// Puts back images whose message was not sent, for the next one.
     public mutating func keep(_ unsent: [Attachment]) {
         images = unsent + images
+        owe(.everything)
+    }
+
+    /// What `/status` shows: the session, its settings and usage, or why there are none.
+    var statusLines: [String] {
+        var lines: [String] = []
+        if let key = session?.sessionKey { lines.append("session \(key)") }
+        guard let settings else { return lines + ["no settings known yet: tether-protod has not said them"] }
+        if let unavailable = settings.unavailable { return lines + ["settings: \(unavailable)"] }
+        if let model = settings.modelName { lines.append("model \(model)") }
+        lines.append("thinking \(settings.thinkingLevel ?? "the model's default")")
+        if let context = settings.contextWords {
+            lines.append("context \(context)")
+        } else if let window = settings.contextTokens {
+            lines.append("context window \(SessionSettings.grouped(window)) tokens; the gateway has counted none yet")
+        }
+        if let input = settings.inputTokens, let output = settings.outputTokens {
+            lines.append("tokens \(SessionSettings.grouped(input)) in, \(SessionSettings.grouped(output)) out")
+        }
+        if let cost = settings.estimatedCostUsd { lines.append("estimated cost \(SessionSettings.dollars(cost))") }
+        return lines
+    }
+
+    /// Shows lines above the conversation until the next key.
+    public mutating func show(_ title: String, _ lines: [String]) {
+        panel = (title, lines)
         owe(.everything)
     }
 
@@ -446,6 +507,13 @@ public struct ChatScreen: Sendable {
                 let name = choice.displayName.map { " (\($0))" } ?? ""
                 list.append(ScreenRow(TerminalText.fit(" \(number + 1)  \(choice.key)\(name)\(choice.key == current ? "  ← current" : "")", width: width)))
             }
+            rows.append(contentsOf: list.prefix(max(0, area - 1)))
+            area -= min(list.count, max(0, area - 1))
+        }
+        if let panel {
+            let list =
+                [ScreenRow(" " + TerminalText.fit(panel.title, width: width - 1), .title)]
+                + panel.lines.map { ScreenRow(" " + TerminalText.fit($0, width: width - 1)) }
             rows.append(contentsOf: list.prefix(max(0, area - 1)))
             area -= min(list.count, max(0, area - 1))
         }
@@ -573,6 +641,13 @@ public struct ChatScreen: Sendable {
                 parts.append("\(waiting) still finishing in \(finishing)")
             }
         }
+        if let settings, settings.unavailable == nil {
+            var words: [String] = []
+            if let model = settings.modelName { words.append(model) }
+            if let level = settings.thinkingLevel { words.append("think \(level)") }
+            if let context = settings.contextWords { words.append(context) }
+            if !words.isEmpty { parts.append(words.joined(separator: " ")) }
+        }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
         if !approvals.pending.isEmpty && !approvals.isOpen {
             parts.append("\(approvals.pending.count) approval\(approvals.pending.count == 1 ? "" : "s") waiting (Ctrl-G)")
@@ -582,7 +657,7 @@ public struct ChatScreen: Sendable {
         let sessions =
             session?.dialect == .openclaw
             ? " · Ctrl-P sessions · Ctrl-O \(showsToolOutput ? "hide" : "show") tool output · Ctrl-T \(showsThinking ? "hide" : "show") thinking" : ""
-        parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit")
+        parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit · /help")
         return parts.joined(separator: " · ")
     }
 

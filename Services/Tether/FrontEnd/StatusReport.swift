@@ -14,6 +14,8 @@ public struct StatusReport: Sendable, Codable {
     public var health: HealthReport?
     public var bot: BotActivity?
     public var session: ConversationSession?
+    /// The session's settings and usage (model, thinking level, tokens), as protod learnt them.
+    public var settings: SessionSettings?
     /// The front ends attached now, as tether-connd counts them; nil when connd said nothing.
     public var frontEnds: [FrontEndPresence]?
     /// What each program that keeps files says of them: a full disk, damaged databases set aside.
@@ -34,7 +36,7 @@ public struct StatusReport: Sendable, Codable {
             to: [
                 Topic.heartbeat.name, Topic.connectionState.name, Topic.networkPath.name, Topic.outboxSummary.name, Topic.botState.name,
                 Topic.health.name, Topic.frontEndsAttached.name, Topic.conversationSession.name,
-                Topic.storage.name,
+                Topic.storage.name, Topic.sessionSettings.name,
             ],
             confirm: true)
         let arrivals = Arrivals()
@@ -53,6 +55,7 @@ public struct StatusReport: Sendable, Codable {
                     case .botState: report.bot = try? message.decode(BotActivity.self)
                     case .health: report.health = try? message.decode(HealthReport.self)
                     case .conversationSession: report.session = try? message.decode(ConversationSession.self)
+                    case .sessionSettings: report.settings = try? message.decode(SessionSettings.self)
                     case .storage: if let stored = try? message.decode(StorageReport.self) { storage[stored.program] = stored }
                     case .frontEndsAttached: report.frontEnds = try? message.decode(AttachedFrontEnds.self).frontEnds
                     default: break
@@ -139,6 +142,7 @@ public struct StatusReport: Sendable, Codable {
                 lines.append("  \(waiting) message\(waiting == 1 ? "" : "s") sent before still finishing in \(finishing); what is sent now waits until then")
             }
         }
+        if let settings { lines.append(settings.unavailable == nil ? "settings: \(settings.words)" : settings.words) }
         if let bot { lines.append("bot: \(bot.botName) is \(bot.state.rawValue)") }
         switch frontEnds {
         case nil: lines.append("front ends: unknown (tether-connd is not running)")

@@ -109,6 +109,8 @@ public final class TerminalSession: Sendable {
             } catch {
                 report("the session was not changed: \(error)")
             }
+        case .action(.local(let command), _):
+            await carryOut(command)
         case .action(.abort, _):
             do {
                 let reply = try await bus.request(AbortCommand.self, .init(), timeout: .seconds(12), attempts: 1)
@@ -136,6 +138,44 @@ public final class TerminalSession: Sendable {
             return false
         }
         return true
+    }
+
+    /// Carries out a command typed that needs protod: what it answers is shown, or why not.
+    private func carryOut(_ command: LocalCommand) async {
+        do {
+            switch command {
+            case .listModels:
+                let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                let current = screen.withLock { $0.settings?.modelName }
+                let lines = reply.models.map { ($0.reference == current ? "* " : "  ") + $0.line }
+                show("The gateway's models (/model NAME chooses one; any key closes):", lines.isEmpty ? ["(the gateway lists no model)"] : lines)
+            case .listAgents:
+                let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                show("The gateway's agents (/agent ID chats in one's main session; any key closes):", AgentsCommand.lines(of: reply))
+            case .useAgent(let id):
+                let agents = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                guard agents.agents.contains(where: { $0.id == id }) else {
+                    return report("the gateway has no agent \(id): it has \(agents.agents.map(\.id).joined(separator: ", ")) (/agents lists them)")
+                }
+                let reply = try await bus.request(SessionUseCommand.self, .init(key: agents.mainSession(of: id)), timeout: .seconds(5), attempts: 2)
+                report(reply.detail)
+            case .setModel(let name):
+                let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), model: name), timeout: .seconds(20), attempts: 1)
+                report(reply.detail)
+            case .setThinking(let level):
+                let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), thinking: level), timeout: .seconds(20), attempts: 1)
+                report(reply.detail)
+            case .help, .status, .listSessions, .useSession, .restartSession:
+                break
+            }
+        } catch {
+            report(error.refusal ?? "\(error)")
+        }
+    }
+
+    private func show(_ title: String, _ lines: [String]) {
+        screen.withLock { $0.show(title, lines) }
+        changed()
     }
 
     /// Fetches the transcript of the session the conversation moved to, and shows it; a
@@ -218,7 +258,7 @@ public final class TerminalSession: Sendable {
                 screen.withLock { $0.invalidate() }
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .attach, .reconnect, .abort, .listSessions, .useSession, .approve:
+            case .send, .attach, .reconnect, .abort, .listSessions, .useSession, .approve, .local:
                 break
             }
         }

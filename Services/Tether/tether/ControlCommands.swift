@@ -117,7 +117,8 @@ struct Sessions: AsyncParsableCommand {
 
 struct SessionCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "session", abstract: "Choose the gateway's session to chat in (OpenClaw).", subcommands: [Use.self])
+        commandName: "session", abstract: "Choose the gateway's session to chat in, and its model and thinking level (OpenClaw).",
+        subcommands: [Use.self, Set.self])
 
     struct Use: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

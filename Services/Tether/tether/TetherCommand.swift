@@ -14,8 +14,8 @@ struct TetherCommand: AsyncParsableCommand {
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
         subcommands: [
-            Chat.self, Send.self, Watch.self, Status.self, Sessions.self, SessionCommand.self, Abort.self, Approvals.self, Approve.self, Cancel.self,
-            Reconnect.self, Suspend.self, Resume.self, Web.self, Search.self,
+            Chat.self, Send.self, Watch.self, Search.self, Status.self, Sessions.self, SessionCommand.self, Models.self, Agents.self, Abort.self,
+            Approvals.self, Approve.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self,
         ],
         defaultSubcommand: Chat.self
     )
@@ -42,7 +42,9 @@ struct Chat: AsyncParsableCommand {
         discussion: """
             Enter sends; Up and Down recall what was sent; PgUp and PgDn scroll; Esc hides the \
             banner; Ctrl-R (or r on "Connection lost") reconnects; Ctrl-X stops the reply being written (OpenClaw); Ctrl-Z suspends (the connection \
-            closes; fg brings it back; only when started from a shell); Ctrl-C quits. With --plain, or when the output is not a \
+            closes; fg brings it back; only when started from a shell); Ctrl-C quits. /help lists the commands Tether handles itself \
+            (/status, /models, /model NAME, /think LEVEL, /agent ID, /session KEY, /new, /reset); any other line is sent as typed. \
+            With --plain, or when the output is not a \
             terminal: plain lines, every change announced in words; lines typed are sent.
             """
     )
@@ -62,7 +64,7 @@ struct Chat: AsyncParsableCommand {
             let events = try await bus.subscribe(
                 to: [
                     "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name,
-                    Topic.approvals.name,
+                    Topic.approvals.name, Topic.sessionSettings.name,
                 ],
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)

@@ -97,6 +97,8 @@ public struct PageRenderer: Sendable {
             <dt>Outbox</dt><dd id="status-outbox">unknown</dd>
             <dt>Health</dt><dd id="status-health">unknown</dd>
             <dt>Session</dt><dd id="status-session">\(escape(frame.session ?? "the gateway's only one"))</dd>
+            <dt>Model</dt><dd id="status-model">unknown</dd>
+            <dt>Usage</dt><dd id="status-usage">unknown</dd>
             </dl>
             </details>
             </header>
@@ -117,6 +119,10 @@ public struct PageRenderer: Sendable {
             <ul id="approval-list"></ul>
             </section>
             <p id="approval-news" class="visually-hidden" role="status" aria-live="assertive"></p>
+            <section id="command-output" class="command-output" aria-live="polite" hidden>
+            <h2 id="command-title"></h2>
+            <ul id="command-lines"></ul>
+            </section>
             <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
             <p id="size-note" class="notice" aria-live="polite" hidden></p>
             <form id="composer" class="composer">

@@ -23,7 +23,7 @@ enum PageMessage {
     /// outbox, health and storage.
     static let topics = [
         "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.health.name,
-        Topic.storage.name, Topic.approvals.name,
+        Topic.storage.name, Topic.approvals.name, Topic.sessionSettings.name,
     ]
 
     /// `{"type":"bus","topic":…,"body":…}`, the body as published (with `"replay":true` for a
@@ -112,12 +112,78 @@ public struct WebBridge: Sendable {
             } catch {
                 return PageMessage.answer(["type": "approveError", "id": id, "message": error.refusal ?? "\(error)"])
             }
+        case "command":
+            guard let id = request.id, let text = request.text else {
+                return PageMessage.answer(["type": "problem", "message": "a command needs an id and its text"])
+            }
+            var fields = await command(text, id: id)
+            fields["type"] = "command"
+            fields["id"] = id
+            return PageMessage.answer(fields)
         case "reconnect":
             _ = try? await bus.request(
                 ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)
             return nil
         default:
             return PageMessage.answer(["type": "problem", "message": "tether-web does not know the request \(request.type)"])
+        }
+    }
+
+    /// What a line beginning with "/" is: one of Tether's own commands, carried out here and
+    /// answered with what the page shows (`lines` under a `title`, a `problem`, or `show`
+    /// `status`), or a message, which the page sends as typed (`handled` false, with a `note`).
+    private func command(_ text: String, id: String) async -> [String: Any] {
+        let command: LocalCommand
+        switch SlashCommands.standard.read(text) {
+        case .message: return ["handled": false, "text": text]
+        case .misused(let words): return ["handled": true, "words": words]
+        case .local(let local): command = local
+        }
+        do {
+            switch command {
+            case .help:
+                return ["handled": true, "title": "Tether handles these itself", "lines": SlashCommands.standard.help]
+            case .status:
+                return ["handled": true, "show": "status"]
+            case .restartSession(let line):
+                return [
+                    "handled": false, "text": line,
+                    "note": "\(line) sent: the gateway starts the session anew, its history empty, and answers in the conversation.",
+                ]
+            case .listModels:
+                let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                return ["handled": true, "title": "The gateway's models (/model NAME chooses one)", "lines": reply.models.map(\.line)]
+            case .listAgents:
+                let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                return ["handled": true, "title": "The gateway's agents (/agent ID chats in one's main session)", "lines": AgentsCommand.lines(of: reply)]
+            case .listSessions:
+                let reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                return [
+                    "handled": true, "title": "The gateway's sessions (/session KEY chats in one)",
+                    "lines": reply.sessions.map { ($0.key == reply.current ? "* " : "  ") + $0.key + ($0.displayName.map { " (\($0))" } ?? "") },
+                ]
+            case .useSession(let key):
+                let reply = try await bus.request(SessionUseCommand.self, .init(key: key), timeout: .seconds(5), attempts: 2)
+                return ["handled": true, "words": reply.detail]
+            case .useAgent(let agent):
+                let agents = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
+                guard agents.agents.contains(where: { $0.id == agent }) else {
+                    return [
+                        "handled": true,
+                        "words": "the gateway has no agent \(agent): it has \(agents.agents.map(\.id).joined(separator: ", ")) (/agents lists them)",
+                    ]
+                }
+                let reply = try await bus.request(SessionUseCommand.self, .init(key: agents.mainSession(of: agent)), timeout: .seconds(5), attempts: 2)
+                return ["handled": true, "words": reply.detail]
+            case .setModel(let name):
+                let reply = try await bus.request(SessionSetCommand.self, .init(id: MessageID(id), model: name), timeout: .seconds(20), attempts: 1)
+                return ["handled": true, "words": reply.detail]
+            case .setThinking(let level):
+                let reply = try await bus.request(SessionSetCommand.self, .init(id: MessageID(id), thinking: level), timeout: .seconds(20), attempts: 1)
+                return ["handled": true, "words": reply.detail]
+            }
+        } catch {
+            return ["handled": true, "words": error.refusal ?? "\(error)"]
         }
     }
 

@@ -19,6 +19,12 @@ extension OpenClawGateway {
         case "chat.send":
             let sent = await send(params, on: link)
             answer = sent.answer
+            if let directive = sent.directive {
+                // Answered without a run: `started`, then the answer as a final.
+                try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
+                await answerDirective(directive.answer, runID: directive.runID, in: directive.session)
+                return
+            }
             if let queued = sent.queued {
                 // A busy session's message: `started`, then at once a `final` with no message.
                 try? await link.write(codec.encode(.response(id: id, ok: answer.ok, payload: answer.payload, error: answer.error)))
@@ -56,12 +62,8 @@ extension OpenClawGateway {
             }
             let aborted = await abort(sessionKey: Self.canonical(params.sessionKey), echoing: params.sessionKey, runID: params.runId, reason: "rpc")
             answer = (true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil)
-        case "sessions.list":
-            guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
-            let sessions = Set(transcripts.keys).union([Self.mainSessionKey]).sorted().map { key in
-                SessionsListResult.Session(key: key, displayName: nil, updatedAt: transcripts[key]?.last?.timestamp)
-            }
-            answer = (true, try? JSONValue(encoding: SessionsListResult(sessions: sessions)), nil)
+        case "sessions.list", "models.list", "agents.list":
+            answer = settingsRequest(method: method, on: link) ?? (false, nil, Self.invalid("unknown method: \(method)"))
         case "health":
             answer = (true, .object(["ok": .bool(true), "ts": .number(Double(OpenClawProtocol.milliseconds(Date())))]), nil)
         case "connect":
@@ -82,35 +84,36 @@ extension OpenClawGateway {
     private func send(
         _ params: JSONValue?, on link: OpenClawClientConnection
     ) async -> (
-        answer: (Bool, JSONValue?, GatewayErrorShape?), queued: (runID: String, sessionKey: String)?
+        answer: (Bool, JSONValue?, GatewayErrorShape?), queued: (runID: String, sessionKey: String)?,
+        directive: (answer: String, runID: String, session: String)?
     ) {
-        guard link.allows("operator.write") else { return ((false, nil, Self.missingScope("operator.write")), nil) }
+        guard link.allows("operator.write") else { return ((false, nil, Self.missingScope("operator.write")), nil, nil) }
         guard let send = try? params?.decode(ChatSendParams.self), !send.sessionKey.isEmpty, !send.idempotencyKey.isEmpty else {
-            return ((false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey")), nil)
+            return ((false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey")), nil, nil)
         }
         let key = send.idempotencyKey
-        if activeRuns[key] != nil { return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil), nil) }
+        if activeRuns[key] != nil { return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "in_flight")), nil), nil, nil) }
         if let finished = finishedRuns[key], Date().timeIntervalSince(finished.at) < settings.dedupeWindow.inSeconds {
             return (
                 (
                     finished.ok, try? JSONValue(encoding: finished.result),
                     finished.ok ? nil : GatewayErrorShape(code: "UNAVAILABLE", message: finished.result.summary ?? "run failed")
-                ), nil
+                ), nil, nil
             )
         }
         let text = send.message.trimmingCharacters(in: .whitespacesAndNewlines)
         // Checked before the attachments are looked at: images all dropped later still start a run.
         let attached = (send.attachments ?? []).filter { $0.content?.isEmpty == false }
-        guard !text.isEmpty || !attached.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil) }
+        guard !text.isEmpty || !attached.isEmpty else { return ((false, nil, Self.invalid("message or attachment required")), nil, nil) }
         let parsed: (message: String, images: [ReceivedImage])
         switch Self.parseAttachments(attached, message: send.message) {
         case .kept(let message, let images): parsed = (message, images)
-        case .refused(let error): return ((false, nil, error), nil)
+        case .refused(let error): return ((false, nil, error), nil, nil)
         }
         let session = Self.canonical(send.sessionKey)
         if text == "/stop" {
             let aborted = await abort(sessionKey: session, echoing: send.sessionKey, runID: nil, reason: "stop")
-            return ((true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil), nil)
+            return ((true, .object(["ok": .bool(true), "aborted": .bool(!aborted.isEmpty), "runIds": .array(aborted.map(JSONValue.string))]), nil), nil, nil)
         }
         _ = await record.add(
             id: key, content: send.message, connection: link.connection, keepingRepeats: true,
@@ -119,11 +122,14 @@ extension OpenClawGateway {
         if isBusy(session) {
             enqueue(Queued(text: parsed.message, at: Date(), senderLabel: link.senderLabel, images: parsed.images), in: session)
             finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
-            return (started, (key, session))
+            return (started, (key, session), nil)
         }
+        if let answer = directive(text, in: session) { return (started, nil, (answer, key, session)) }
+        // `/new` and `/reset` start the session anew, then run: a greeting, or the text after the command.
+        if Self.resetCommand(in: text) != nil { resetSession(session) }
         start(key, message: parsed.message, sessionKey: session, senderLabel: link.senderLabel, images: parsed.images)
         registerToolEventRecipient(link, in: session)
-        return (started, nil)
+        return (started, nil, nil)
     }
 
     /// A session is busy while a run of it goes on, or messages wait to follow it.
@@ -221,6 +227,9 @@ extension OpenClawGateway {
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
         // The development bot says what it received, so that a test sees an image arrived, once.
         var reply = [message.isEmpty ? nil : bot.reply(to: message), Self.receivedWords(images)].compactMap { $0 }.joined(separator: "\n")
+        if let reset = Self.resetCommand(in: message.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            reply = reset.rest.isEmpty ? Self.greeting(model: modelOf(sessionKey)) : bot.reply(to: reset.rest)
+        }
         if let tool = Self.toolRequest(in: message) {
             guard let said = await runTool(tool, runID: runID, sessionKey: sessionKey) else { return }
             reply = said
@@ -250,10 +259,11 @@ extension OpenClawGateway {
         guard activeRuns[runID]?.aborted == false else { return }
         let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
         var stored = final
-        stored.model = Self.model
+        stored.model = modelOf(sessionKey)
         writeUserEntry(of: runID)
         for entry in activeRuns[runID]?.toolEntries ?? [] { append(entry, to: sessionKey) }
         append(stored, to: sessionKey)
+        countTokens(message: message, reply: reply, in: sessionKey)
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
         expireFinishedRuns()

@@ -62,6 +62,13 @@ extension OpenClawGateway {
         _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data(lines.utf8))
     }
 
+    /// Empties a session's transcript (`/new`, `/reset`), in memory and in the state directory.
+    func clearTranscript(_ sessionKey: String) {
+        transcripts[sessionKey] = []
+        guard let directory = settings.stateDirectory else { return }
+        _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data())
+    }
+
     /// The most characters of an entry's text `chat.history` returns, as the gateway's default.
     static let historyTextLimit = 8000
 
@@ -79,7 +86,7 @@ extension OpenClawGateway {
     /// A transcript entry's id, eight hex digits as the gateway's.
     private static func newEntryID() -> String { String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(8)) }
 
-    private static func transcriptPath(_ directory: String, _ sessionKey: String) -> String {
+    static func transcriptPath(_ directory: String, _ sessionKey: String) -> String {
         let safe = Base64URL.encode(Data(sessionKey.utf8))
         return directory + "/session-\(safe).jsonl"
     }

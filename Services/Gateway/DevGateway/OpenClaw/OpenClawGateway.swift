@@ -75,6 +75,8 @@ actor OpenClawGateway {
     var globalSequence = 0
     var transcripts: [String: [ChatTranscriptMessage]] = [:]
     var sessionIDs: [String: String] = [:]
+    /// Each session's settings and usage, by canonical key. In memory only.
+    var sessionStates: [String: SessionState] = [:]
     private var devices: PairedDevices
     private var pairingRequests: [String: PairedDevices.Device] = [:]
     /// Finished runs by idempotency key, with when they finished: what a repeat is answered.
@@ -315,7 +317,8 @@ actor OpenClawGateway {
     /// The model its assistant entries name.
     static let model = "tether-dev-echo"
     static let methods = [
-        "health", "chat.send", "chat.history", "chat.abort", "sessions.list", "exec.approval.list", "exec.approval.resolve", "plugin.approval.list",
+        "health", "chat.send", "chat.history", "chat.abort", "sessions.list", "models.list", "agents.list", "exec.approval.list", "exec.approval.resolve",
+        "plugin.approval.list",
         "plugin.approval.resolve",
     ]
 

@@ -32,7 +32,13 @@ const statusFields = {
   outbox: document.getElementById("status-outbox"),
   health: document.getElementById("status-health"),
   session: document.getElementById("status-session"),
+  model: document.getElementById("status-model"),
+  usage: document.getElementById("status-usage"),
 };
+const statusDetails = document.querySelector("details.status");
+const commandOutput = document.getElementById("command-output");
+const commandTitle = document.getElementById("command-title");
+const commandLines = document.getElementById("command-lines");
 
 const PENDING_KEY = "tether-pending";
 /** Where the page keeps its key, to get its cookie back without the URL (recover.js reads it too). */
@@ -475,10 +481,65 @@ function receive(data) {
       draftRefusedAt = input.value.length;
       showSizeNote("The draft is not saved for other pages: " + message.message);
       break;
+    case "command":
+      answered(message);
+      break;
     case "problem":
       notice.textContent = message.message;
       break;
   }
+}
+
+/**
+ * A line beginning with "/" is first offered to tether-web, which knows Tether's own commands
+ * (SlashCommands): it answers with what to show, or says the line is a message, sent as typed.
+ */
+function offerCommand(text) {
+  const id = crypto.randomUUID();
+  transmit("command", { id, text });
+}
+
+/** tether-web's answer to a line offered as a command. */
+function answered(message) {
+  if (!message.handled) {
+    if (message.note) notice.textContent = message.note;
+    send(message.text);
+    return;
+  }
+  if (message.show === "status") statusDetails.open = true;
+  if (message.words) { notice.textContent = message.words; return; }
+  if (!message.lines) return;
+  commandTitle.textContent = message.title || "";
+  commandLines.textContent = "";
+  for (const line of message.lines) {
+    const item = document.createElement("li");
+    item.textContent = line;
+    commandLines.append(item);
+  }
+  commandOutput.hidden = false;
+}
+
+/** The session's settings and usage (session.settings), in the status view. */
+function showSettings(settings) {
+  if (settings.unavailable) {
+    statusFields.model.textContent = settings.unavailable;
+    statusFields.usage.textContent = "not known";
+    return;
+  }
+  const model = settings.model ? (settings.modelProvider ? settings.modelProvider + "/" : "") + settings.model : "unknown";
+  statusFields.model.textContent = model + ", thinking " + (settings.thinkingLevel || "the model's default");
+  const grouped = (number) => number.toLocaleString("en-US");
+  let usage = "no tokens counted yet";
+  if (settings.totalTokens != null) {
+    usage = grouped(settings.totalTokens) + (settings.contextTokens ? "/" + grouped(settings.contextTokens) : "") + " tokens";
+    if (settings.contextTokens) {
+      const share = settings.totalTokens * 100 / settings.contextTokens;
+      usage += " (" + (share > 0 && share < 0.5 ? "<1" : Math.round(share)) + "% of the context)";
+    }
+  }
+  if (settings.inputTokens != null && settings.outputTokens != null) usage += "; " + grouped(settings.inputTokens) + " in, " + grouped(settings.outputTokens) + " out";
+  if (settings.estimatedCostUsd != null) usage += "; $" + settings.estimatedCostUsd.toFixed(4);
+  statusFields.usage.textContent = usage;
 }
 
 function applyBus(topic, body, replay) {
@@ -501,6 +562,7 @@ function applyBus(topic, body, replay) {
     case "outbox.summary": statusFields.outbox.textContent = body.pending + " waiting to be delivered"; break;
     case "health": statusFields.health.textContent = body.state; break;
     case "approvals": showApprovals(body, replay); break;
+    case "session.settings": showSettings(body); break;
     case "storage":
       if (body.state === "full" || (body.replaced || []).length) {
         notice.textContent = "Storage: " + (body.words || body.replaced.map((file) => file.words).join(" "));
@@ -728,6 +790,19 @@ form.addEventListener("submit", (event) => {
   const words = tooLarge(content) || attachmentsTooLarge(attached, content);
   if (words) { notice.textContent = "Not sent: " + words; return; }
   notice.textContent = "";
+  commandOutput.hidden = true;
+  if (content.trimStart().startsWith("/")) {
+    // Tether's own commands need tether-web: without it, the line stays in the composer.
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      notice.textContent = "Lines beginning with / are read by tether-web first, which cannot be reached now: the line is kept, send it again once connected.";
+      return;
+    }
+    input.value = "";
+    checkComposer();
+    offerCommand(content);
+    saveDraft();
+    return;
+  }
   input.value = "";
   checkComposer();
   send(content, attached);
