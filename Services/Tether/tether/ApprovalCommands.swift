@@ -18,16 +18,9 @@ struct Approvals: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: ApprovalsUpdate
-        do {
-            reply = try await bus.request(ApprovalsCommand.self, .init(), timeout: .seconds(3), attempts: 2)
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(ApprovalsCommand.self, .init(), options, remote, timeout: .seconds(3), attempts: 2)
         if json {
-            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            try printJSON(reply)
             return
         }
         if let why = reply.unavailable { print(TerminalSafe.visible("no approvals: \(why)", newlines: false)) }
@@ -58,15 +51,8 @@ struct Approve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: ApproveCommand.Reply
-        do {
-            reply = try await bus.request(
-                ApproveCommand.self, .init(id: id, decision: ApprovalDecision(rawValue: decision) ?? .deny), timeout: .seconds(12), attempts: 1)
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(
+            ApproveCommand.self, .init(id: id, decision: ApprovalDecision(rawValue: decision) ?? .deny), options, remote, timeout: .seconds(12), attempts: 1)
         print(TerminalSafe.visible("\(reply.ended.approval.shortID) \(reply.ended.approval.summary): \(reply.ended.words)", newlines: false))
     }
 }

@@ -14,14 +14,7 @@ protocol ConnectionControl: AsyncParsableCommand {
 
 extension ConnectionControl {
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: ConnectionCommand.Reply
-        do {
-            reply = try await bus.request(ConnectionCommand.self, .init(action: Self.action))
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(ConnectionCommand.self, .init(action: Self.action), options, remote)
         if reply.accepted {
             print("\(Self.action.rawValue): the connection is now \(reply.phase.words)")
         } else {
@@ -69,14 +62,7 @@ struct Cancel: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: CancelCommand.Reply
-        do {
-            reply = try await bus.request(CancelCommand.self, .init(id: id.map(MessageID.init)))
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(CancelCommand.self, .init(id: id.map(MessageID.init)), options, remote)
         print(reply.cancelled.isEmpty ? "nothing to cancel" : "cancelled \(reply.cancelled.count) message\(reply.cancelled.count == 1 ? "" : "s")")
     }
 }
@@ -94,16 +80,9 @@ struct Sessions: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: SessionsCommand.Reply
-        do {
-            reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(SessionsCommand.self, .init(), options, remote, timeout: .seconds(16), attempts: 1)
         if json {
-            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            try printJSON(reply)
             return
         }
         for session in reply.sessions {
@@ -139,16 +118,9 @@ struct SessionCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let bus = try openBus(options, remote)
-            let reply: SessionUseCommand.Reply
-            do {
-                reply = try await bus.request(SessionUseCommand.self, .init(key: key), timeout: .seconds(5), attempts: 2)
-            } catch {
-                throw commandError(error)
-            }
-            await bus.close()
+            let reply = try await ask(SessionUseCommand.self, .init(key: key), options, remote, timeout: .seconds(5), attempts: 2)
             if json {
-                print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+                try printJSON(reply)
             } else {
                 print(TerminalSafe.visible(reply.detail, newlines: false))
             }
@@ -167,14 +139,7 @@ struct Abort: AsyncParsableCommand {
     var id: String?
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: AbortCommand.Reply
-        do {
-            reply = try await bus.request(AbortCommand.self, .init(id: id.map(MessageID.init)), timeout: .seconds(12), attempts: 1)
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(AbortCommand.self, .init(id: id.map(MessageID.init)), options, remote, timeout: .seconds(12), attempts: 1)
         print(reply.stopped.isEmpty ? "no reply was running" : "stopped the reply to \(reply.stopped.map(\.value).joined(separator: ", "))")
     }
 }

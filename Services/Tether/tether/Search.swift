@@ -39,16 +39,10 @@ struct Search: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: SearchCommand.Reply
-        do {
-            reply = try await bus.request(SearchCommand.self, .init(words: words.joined(separator: " "), limit: limit, session: session), timeout: .seconds(5))
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(
+            SearchCommand.self, .init(words: words.joined(separator: " "), limit: limit, session: session), options, remote, timeout: .seconds(5))
         if json {
-            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            try printJSON(reply)
         } else {
             let highlight = isatty(STDOUT_FILENO) != 0
             for hit in reply.hits { print(SearchResults.line(hit, highlight: highlight)) }

@@ -32,17 +32,11 @@ extension SessionCommand {
 
         func run() async throws {
             guard case .success(let change) = SettingsAssignments.read(assignments) else { return }
-            let bus = try openBus(options, remote)
-            let reply: SessionSetCommand.Reply
-            do {
-                reply = try await bus.request(
-                    SessionSetCommand.self, .init(id: .random(), model: change.model, thinking: change.thinking), timeout: .seconds(20), attempts: 1)
-            } catch {
-                throw commandError(error)
-            }
-            await bus.close()
+            let reply = try await ask(
+                SessionSetCommand.self, .init(id: .random(), model: change.model, thinking: change.thinking), options, remote, timeout: .seconds(20),
+                attempts: 1)
             if json {
-                print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+                try printJSON(reply)
             } else {
                 print(TerminalSafe.visible(reply.detail, newlines: false))
             }
@@ -73,7 +67,7 @@ struct Models: AsyncParsableCommand {
         }
         await bus.close()
         if json {
-            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            try printJSON(reply)
             return
         }
         for model in reply.models {
@@ -95,16 +89,9 @@ struct Agents: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: AgentsCommand.Reply
-        do {
-            reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(AgentsCommand.self, .init(), options, remote, timeout: .seconds(16), attempts: 1)
         if json {
-            print(String(decoding: try BusSchema.makeEncoder().encode(reply), as: UTF8.self))
+            try printJSON(reply)
             return
         }
         for line in AgentsCommand.lines(of: reply) { print(TerminalSafe.visible(line, newlines: false)) }

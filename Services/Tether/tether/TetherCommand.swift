@@ -29,6 +29,28 @@ func openBus(_ options: ProgramOptions, _ remote: RemoteBusOptions) throws -> Bu
     return try remote.makeBusClient(source: "tether", runDirectory: options.resolvedRunDirectory, logger: Logger(label: "tether"))
 }
 
+/// Asks the set one command over a bus opened for it and closed after: the reply, or the
+/// error the command line ends with (``commandError(_:)``).
+func ask<Command: BusCommand>(
+    _ command: Command.Type, _ request: Command.Request, _ options: ProgramOptions, _ remote: RemoteBusOptions,
+    timeout: Duration = .milliseconds(2500), attempts: Int = 3
+) async throws -> Command.Reply {
+    let bus = try openBus(options, remote)
+    do {
+        let reply = try await bus.request(command, request, timeout: timeout, attempts: attempts)
+        await bus.close()
+        return reply
+    } catch {
+        await bus.close()
+        throw commandError(error)
+    }
+}
+
+/// Prints `value` as one JSON object, as `--json` asks.
+func printJSON(_ value: some Encodable) throws {
+    print(String(decoding: try BusSchema.makeEncoder().encode(value), as: UTF8.self))
+}
+
 /// The error a command ends with: a bus that does not answer becomes ``TetherExitCode/notRunning`` with words.
 func commandError(_ error: any Error) -> any Error {
     guard let report = SendReport(unreachable: error) else { return error }
