@@ -1,5 +1,3 @@
-public import FoundationEssentials
-
 /// A line a front end handles itself instead of sending it: what it asks for.
 public enum LocalCommand: Sendable, Equatable {
     /// List what the front end handles itself.
@@ -18,6 +16,8 @@ public enum LocalCommand: Sendable, Equatable {
     /// Sent to the gateway as the text typed (through the outbox, as any message), which starts
     /// the session anew there: `/new` and `/reset`.
     case restartSession(String)
+    /// Find the stored messages holding these words (snapd's ``SearchCommand``).
+    case search(String)
 }
 
 /// What a typed line is for a front end.
@@ -41,6 +41,8 @@ public struct SlashCommands: Sendable {
         case required(String)
         /// One word may follow.
         case optional(String)
+        /// One word or more must follow, taken together.
+        case words(String)
     }
 
     public struct Entry: Sendable {
@@ -63,7 +65,7 @@ public struct SlashCommands: Sendable {
             let names = self.names.map { "/" + $0 }.joined(separator: ", ")
             switch argument {
             case .none: return names
-            case .required(let what): return "\(names) \(what)"
+            case .required(let what), .words(let what): return "\(names) \(what)"
             case .optional(let what): return "\(names) [\(what)]"
             }
         }
@@ -90,6 +92,9 @@ public struct SlashCommands: Sendable {
         Entry(["agent"], .optional("ID"), "chat in agent ID's main session (without ID, the list)") { id in id.map(LocalCommand.useAgent) ?? .listAgents },
         Entry(["sessions"], .none, "the gateway's sessions to choose from (Ctrl-P)") { _ in .listSessions },
         Entry(["session"], .optional("KEY"), "chat in session KEY (without KEY, the list)") { key in key.map(LocalCommand.useSession) ?? .listSessions },
+        Entry(["search"], .words("WORDS"), "the stored messages holding every word, newest first, whatever the gateway") { words in
+            .search(words ?? "")
+        },
         Entry(["new"], .none, "a new session at the gateway, its history empty: sent as a message, the gateway answers") { _ in .restartSession("/new") },
         Entry(["reset"], .none, "the session anew at the gateway, its history empty: sent as a message, the gateway answers") { _ in
             .restartSession("/reset")
@@ -106,7 +111,8 @@ public struct SlashCommands: Sendable {
         switch (entry.argument, rest.count) {
         case (.none, 0), (.optional, 0): return .local(entry.command(nil))
         case (.required, 1), (.optional, 1): return .local(entry.command(rest[0]))
-        case (.required, 0): return .misused("\(entry.usage): \(entry.summary)")
+        case (.required, 0), (.words, 0): return .misused("\(entry.usage): \(entry.summary)")
+        case (.words, _): return .local(entry.command(rest.joined(separator: " ")))
         default: return .misused("\(entry.usage) takes \(Self.count(entry.argument)), not \(rest.joined(separator: " ")): \(entry.summary)")
         }
     }
@@ -114,7 +120,7 @@ public struct SlashCommands: Sendable {
     private static func count(_ argument: Argument) -> String {
         switch argument {
         case .none: "nothing after its name"
-        case .required(let what), .optional(let what): "one \(what)"
+        case .required(let what), .optional(let what), .words(let what): "one \(what)"
         }
     }
 

@@ -1,4 +1,5 @@
 public import FoundationEssentials
+import TetherWire
 
 // The commands tether-snapd serves (``Endpoints/snapshotStore``): the transcript and display snapshots.
 
@@ -184,5 +185,24 @@ extension SearchCommand.Request: BoundedRequest {
         if words.allSatisfy(\.isWhitespace) { return "nothing to search for: the words are empty" }
         if words.utf8.count > 1024 { return "the words to search for are longer than 1,024 bytes" }
         return nil
+    }
+}
+
+extension SearchCommand.Hit {
+    /// Who wrote the message found: "You", another client's name, or the bot's.
+    public var speaker: String {
+        switch entry.sender {
+        case .user: entry.author ?? "You"
+        case .bot(name: let name): name.isEmpty ? "Bot" : name
+        }
+    }
+
+    /// The hit as one line of plain text, for a front end that sets it as text: when, the
+    /// session, who, and the excerpt without its marks.
+    public var plainLine: String {
+        let marks: Set<Character> = [Character(SearchCommand.matchStart), Character(SearchCommand.matchEnd)]
+        let excerpt = String(self.excerpt.filter { !marks.contains($0) }.map { $0 == "\n" ? " " : $0 })
+        let session = entry.session.map { "[\($0)] " } ?? ""
+        return "\(entry.timestamp.formatted(.iso8601)) \(session)\(speaker): \(excerpt)"
     }
 }

@@ -677,6 +677,8 @@ def check_slash_commands_change_and_show_the_settings(driver):
     wait(lambda: "extreme is no thinking level" in text_of(driver, "notice"), 20, "the refusal said")
     send(driver, "/compact")
     wait(lambda: any(text.endswith("You said: /compact") for _, text in conversation(driver)), 30, "/compact sent to the gateway")
+    send(driver, "/search compact")
+    wait(lambda: "Found in the stored conversation" in output.text and "You said: /compact" in output.text, 20, "/search's hits")
     return f"model {model()!r}, usage {usage()!r}"
 
 

@@ -88,6 +88,20 @@ import TetherWire
         #expect(none.standardError.contains("no stored message holds kubernetes"), "\(none.standardError)")
         let nothing = try set.tether(["search", "?!"])
         #expect(nothing.status == 1 && nothing.standardError.contains("nothing to search for"), "\(nothing.standardError)")
+
+        // /search in the terminal UI: the same hits, newest first, until the next key.
+        guard Tmux.available else { return }
+        let ui = try Tmux(
+            [Programs.path("tether"), "--run-dir", set.run.path], columns: 120, rows: 30, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
+        _ = try await ui.waitFor("You: sent while snapd restarts")
+        try ui.type("/search cafe")
+        try ui.press("Enter")
+        let shown = try await ui.waitFor("Found, newest first; any key closes:", "Opta: You said: please deploy the café build")
+        print("/search in the terminal UI:\n\(shown)")
+        #expect(shown.contains("You: please deploy the café build"), "\(shown)")
+        try ui.type("/search kubernetes")
+        try ui.press("Enter")
+        _ = try await ui.waitFor("no stored message holds kubernetes")
     }
 
     @Test func frontEndStartedAfterTenThousandMessagesDrawsThemInItsFirstFrame() async throws {

@@ -23,6 +23,7 @@ import TetherSchema
         #expect(commands.read("/session") == .local(.listSessions))
         #expect(commands.read("/new") == .local(.restartSession("/new")))
         #expect(commands.read("/reset") == .local(.restartSession("/reset")))
+        #expect(commands.read("/search  deploy   the build ") == .local(.search("deploy the build")), "every word after the name")
         // The gateway's own commands, and text, go to it as typed.
         #expect(commands.read("/compact") == .message("/compact"))
         #expect(commands.read("/verbose on") == .message("/verbose on"))
@@ -43,6 +44,7 @@ import TetherSchema
             return
         }
         #expect(extra.hasPrefix("/help takes nothing after its name"))
+        #expect(commands.read("/search") == .misused("/search WORDS: the stored messages holding every word, newest first, whatever the gateway"))
     }
 
     @Test func helpListsEachCommandWithALineAndSaysWhatHappensToTheRest() {

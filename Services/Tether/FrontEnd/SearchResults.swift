@@ -1,7 +1,6 @@
 public import FoundationEssentials
 public import TetherSchema
 import TetherService
-import TetherWire
 
 /// What `tether search` prints for the messages found: a line each, newest first.
 public enum SearchResults {
@@ -10,13 +9,9 @@ public enum SearchResults {
     /// characters in the text are shown as text.
     public static func line(_ hit: SearchCommand.Hit, shown: String? = nil, highlight: Bool, timeZone: TimeZone = .current) -> String {
         let entry = hit.entry
-        let who: String =
-            switch entry.sender {
-            case .user: entry.author ?? "You"
-            case .bot(name: let name): name.isEmpty ? "Bot" : name
-            }
         let session = entry.session.flatMap { $0 == shown ? nil : "[\($0)] " } ?? ""
-        return "\(time(entry.timestamp, in: timeZone))  \(session)\(TerminalSafe.visible(who, newlines: false)): \(excerpt(hit.excerpt, highlight: highlight))"
+        return
+            "\(time(entry.timestamp, in: timeZone))  \(session)\(TerminalSafe.visible(hit.speaker, newlines: false)): \(excerpt(hit.excerpt, highlight: highlight))"
     }
 
     /// The excerpt on one line, each word found between bold and normal when `highlight`.

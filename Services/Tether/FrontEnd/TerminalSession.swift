@@ -165,6 +165,14 @@ public final class TerminalSession: Sendable {
             case .setThinking(let level):
                 let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), thinking: level), timeout: .seconds(20), attempts: 1)
                 report(reply.detail)
+            case .search(let words):
+                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 20), timeout: .seconds(5), attempts: 2)
+                let shown = screen.withLock { $0.shownSession }
+                let lines = reply.hits.map { SearchResults.line($0, shown: shown, highlight: false) }
+                guard !lines.isEmpty else { return report("no stored message holds \(words)") }
+                show(
+                    "Found, newest first\(reply.nextBefore == nil ? "" : " (the newest 20: tether search --limit 200 WORDS lists more)"); any key closes:",
+                    lines)
             case .help, .status, .listSessions, .useSession, .restartSession:
                 break
             }

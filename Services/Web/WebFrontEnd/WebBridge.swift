@@ -181,6 +181,10 @@ public struct WebBridge: Sendable {
             case .setThinking(let level):
                 let reply = try await bus.request(SessionSetCommand.self, .init(id: MessageID(id), thinking: level), timeout: .seconds(20), attempts: 1)
                 return ["handled": true, "words": reply.detail]
+            case .search(let words):
+                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 20), timeout: .seconds(5), attempts: 2)
+                guard !reply.hits.isEmpty else { return ["handled": true, "words": "no stored message holds \(words)"] }
+                return ["handled": true, "title": "Found in the stored conversation, newest first", "lines": reply.hits.map(\.plainLine)]
             }
         } catch {
             return ["handled": true, "words": error.refusal ?? "\(error)"]
