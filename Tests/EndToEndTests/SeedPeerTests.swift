@@ -98,7 +98,8 @@ import Glibc
         let last = await botStates.latest?.state
         #expect(idle, "the bot is still said to be \(String(describing: last))")
         let status = try set.tether(["status"])
-        #expect(!status.standardOutput.contains("thinking"), "\(status.standardOutput)")
+        let bot = status.standardOutput.split(separator: "\n").first { $0.hasPrefix("bot: ") }
+        #expect(bot == "bot: Opta is idle", "\(status.standardOutput)")
         await bus.close()
     }
 

@@ -93,7 +93,7 @@ import TetherTesting
     func theStatusLineShowsTheModelAndTokensAndHelpListsTheCommands() async throws {
         let set = try await ComposedSet.openClaw()
         defer { set.stop() }
-        let ui = try startUI(set, columns: 200, rows: 30)
+        let ui = try startUI(set, columns: 240, rows: 30)
         _ = try await ui.waitFor("session agent:main:main · tether/tether-dev-echo ·", "/help")
 
         try ui.type("/help")

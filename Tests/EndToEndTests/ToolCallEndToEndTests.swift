@@ -105,7 +105,7 @@ import TetherWire
         defer { set.stop() }
         let ui = try Tmux(
             [Programs.path("tether"), "--run-dir", set.run.path], columns: 200, rows: 24, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
-        _ = try await ui.waitFor("Ctrl-O show tool output", "Ctrl-T show thinking")
+        _ = try await ui.waitFor("Ctrl-O show output", "Ctrl-T show thinking")
         try ui.type("tool: read README.md")
         try ui.press("Enter")
         let line = try await ui.waitFor("⚙ read README.md · ok · 0.", ": I ran read on README.md: 3 lines.")
@@ -114,7 +114,7 @@ import TetherWire
         // The output comes with the history, after the reply; Ctrl-O shows it under the line.
         try await Task.sleep(for: .seconds(2))
         try ui.press("C-o")
-        let expanded = try await ui.waitFor("    │ line 1 of README.md", "    │ line 3 of README.md", "Ctrl-O hide tool output")
+        let expanded = try await ui.waitFor("    │ line 1 of README.md", "    │ line 3 of README.md", "Ctrl-O hide output")
         print("terminal UI after Ctrl-O:\n\(expanded)")
         try ui.press("C-t")
         let thinking = try await ui.waitFor("[thinking] The user asks me to read README.md", "Ctrl-T hide thinking")

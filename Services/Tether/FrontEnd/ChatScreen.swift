@@ -340,6 +340,7 @@ public struct ChatScreen: Sendable {
             "/attach [PATH]  an image (PNG, JPEG, GIF or WebP) for the next message (without PATH, what is attached)",
             "/detach  the next message goes without the images attached",
             "Ctrl-G  the approval the gateway waits for, after Esc put it aside",
+            "Keys  Enter send · ↑ ↓ history · PgUp PgDn scroll · Ctrl-X stop the reply · Ctrl-P sessions · Ctrl-O tool output · Ctrl-T thinking · Ctrl-R reconnect · Ctrl-Z suspend · Ctrl-C quit",
         ] + table.suffix(1)
     }
 
@@ -656,7 +657,7 @@ public struct ChatScreen: Sendable {
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
         let sessions =
             session?.dialect == .openclaw
-            ? " · Ctrl-P sessions · Ctrl-O \(showsToolOutput ? "hide" : "show") tool output · Ctrl-T \(showsThinking ? "hide" : "show") thinking" : ""
+            ? " · Ctrl-P sessions · Ctrl-O \(showsToolOutput ? "hide" : "show") output · Ctrl-T \(showsThinking ? "hide" : "show") thinking" : ""
         parts.append("Enter send · ↑ history · PgUp scroll\(stop)\(sessions) · Ctrl-R reconnect\(canSuspend ? " · Ctrl-Z suspend" : "") · Ctrl-C quit · /help")
         return parts.joined(separator: " · ")
     }

@@ -503,7 +503,7 @@ function offerCommand(text) {
 function answered(message) {
   if (!message.handled) {
     if (message.note) notice.textContent = message.note;
-    send(message.text);
+    send(message.text, []);
     return;
   }
   if (message.show === "status") statusDetails.open = true;
