@@ -634,6 +634,10 @@ public struct ChatScreen: Sendable {
     private func statusLine(scrolled offset: Int) -> String {
         if let notice { return notice }
         var parts: [String] = []
+        // First: a decision waits, and the line is cut on the right on a narrow terminal.
+        if !approvals.pending.isEmpty && !approvals.isOpen {
+            parts.append("\(approvals.pending.count) approval\(approvals.pending.count == 1 ? "" : "s") waiting (Ctrl-G)")
+        }
         if let bot, bot.state != .idle { parts.append("\(bot.botName) is \(bot.state.rawValue)…" + (bot.detail.map { " (\($0))" } ?? "")) }
         if let connection { parts.append(connection.phase == .connected ? "Connected" : connection.phase.words) }
         if let key = session?.sessionKey {
@@ -650,9 +654,6 @@ public struct ChatScreen: Sendable {
             if !words.isEmpty { parts.append(words.joined(separator: " ")) }
         }
         if pendingCount > 0 { parts.append("\(pendingCount) waiting to send") }
-        if !approvals.pending.isEmpty && !approvals.isOpen {
-            parts.append("\(approvals.pending.count) approval\(approvals.pending.count == 1 ? "" : "s") waiting (Ctrl-G)")
-        }
         if offset > 0 { parts.append("scrolled up \(offset) (PgDn)") }
         let stop = bot.map { $0.state != .idle } == true && session?.dialect == .openclaw ? " · Ctrl-X stop reply" : ""
         let sessions =
