@@ -73,7 +73,7 @@ struct ConndCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "OpenClaw: on asks for the scope operator.approvals, to see and answer the gateway's exec and plugin approvals (a device paired without it must be approved again), and keeps the connection while no front end runs; off asks for the chat scopes only."
+            "OpenClaw: on asks for the scope operator.approvals, to see and answer the gateway's exec and plugin approvals (a device paired without it must be approved again), and, once the gateway grants it, keeps the connection while no front end runs; off asks for the chat scopes only."
     )
     var approvals = "on"
 
