@@ -103,6 +103,12 @@ public struct ApprovalResolveParams: Sendable, Hashable, Codable {
 extension OpenClawProtocol {
     /// The scope a connection needs to see and answer approvals.
     public static let approvalsScope = "operator.approvals"
+
+    /// Whether `scopes` let a connection see and answer approvals: the approvals scope, or
+    /// `operator.admin`, which passes every check.
+    public static func grantsApprovals(_ scopes: [String]) -> Bool {
+        scopes.contains(approvalsScope) || scopes.contains("operator.admin")
+    }
     /// The events that carry approvals.
     public static let approvalEvents = ["exec.approval.requested", "exec.approval.resolved", "plugin.approval.requested", "plugin.approval.resolved"]
 }

@@ -36,7 +36,7 @@ public struct AttachmentNote: Codable, Hashable, Sendable {
     }
 
     /// `cat.png (image/png, 12,345 bytes)`.
-    public var words: String { "\(name) (\(mimeType), \(ImageAttachments.grouped(bytes)) bytes)" }
+    public var words: String { "\(name) (\(mimeType), \(bytes.grouped) bytes)" }
 }
 
 /// The decisions about images sent with a message, shared by every front end and protod:
@@ -72,6 +72,11 @@ public enum ImageAttachments {
 
     /// An attachment of a file's bytes, or why it cannot be sent, in words.
     public static func attachment(named name: String, bytes: Data) -> Result<Attachment, AttachmentRefusal> {
+        imageType(named: name, bytes: bytes).map { Attachment(name: name, mimeType: $0, content: bytes.base64EncodedString()) }
+    }
+
+    /// The image type a file's bytes hold, or why they cannot be sent, in words.
+    static func imageType(named name: String, bytes: Data) -> Result<String, AttachmentRefusal> {
         guard !bytes.isEmpty else { return .failure(AttachmentRefusal("\(name) is empty: there is no image to send")) }
         guard let type = sniff(bytes) else {
             return .failure(
@@ -81,9 +86,9 @@ public enum ImageAttachments {
         }
         guard bytes.count <= maximumBytes else {
             return .failure(
-                AttachmentRefusal("\(name) is \(grouped(bytes.count)) bytes; the gateway takes images of at most \(grouped(maximumBytes)) bytes"))
+                AttachmentRefusal("\(name) is \(bytes.count.grouped) bytes; the gateway takes images of at most \(maximumBytes.grouped) bytes"))
         }
-        return .success(Attachment(name: name, mimeType: type, content: bytes.base64EncodedString()))
+        return .success(type)
     }
 
     /// An attachment of the file at `path`, or why it cannot be sent, in words.
@@ -96,7 +101,7 @@ public enum ImageAttachments {
         guard !isDirectory else { return .failure(AttachmentRefusal("cannot attach \(path): it is a directory")) }
         // A file over the limit is refused by its size, before it is read.
         if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > maximumBytes {
-            return .failure(AttachmentRefusal("\(name) is \(grouped(size)) bytes; the gateway takes images of at most \(grouped(maximumBytes)) bytes"))
+            return .failure(AttachmentRefusal("\(name) is \(size.grouped) bytes; the gateway takes images of at most \(maximumBytes.grouped) bytes"))
         }
         guard let bytes = FileManager.default.contents(atPath: path) else {
             return .failure(AttachmentRefusal("cannot attach \(path): it cannot be read"))
@@ -114,10 +119,10 @@ public enum ImageAttachments {
             guard isStrictBase64(attachment.content), let bytes = Data(base64Encoded: attachment.content) else {
                 return AttachmentRefusal("\(attachment.name): its content is not base64 (standard alphabet, padded, no line breaks)")
             }
-            switch self.attachment(named: attachment.name, bytes: bytes) {
+            switch imageType(named: attachment.name, bytes: bytes) {
             case .failure(let refusal): return refusal
-            case .success(let checked) where checked.mimeType != attachment.mimeType:
-                return AttachmentRefusal("\(attachment.name) is said to be \(attachment.mimeType), but its bytes are \(checked.mimeType)")
+            case .success(let type) where type != attachment.mimeType:
+                return AttachmentRefusal("\(attachment.name) is said to be \(attachment.mimeType), but its bytes are \(type)")
             case .success: break
             }
         }
@@ -126,7 +131,7 @@ public enum ImageAttachments {
         guard total <= room else {
             let decoded = attachments.reduce(0) { $0 + decodedSize(ofBase64: $1.content) }
             return AttachmentRefusal(
-                "the image\(attachments.count == 1 ? " is" : "s are") \(grouped(decoded)) bytes; with this text, Tether's bus carries at most \(grouped(max(0, room / 4 * 3))) bytes of images with one message (the gateway itself would take up to \(grouped(maximumBytes)) bytes an image): send a smaller image"
+                "the image\(attachments.count == 1 ? " is" : "s are") \(decoded.grouped) bytes; with this text, Tether's bus carries at most \((max(0, room / 4 * 3)).grouped) bytes of images with one message (the gateway itself would take up to \(maximumBytes.grouped) bytes an image): send a smaller image"
             )
         }
         return nil
@@ -134,7 +139,7 @@ public enum ImageAttachments {
 
     /// `1 image (image/png, 12,345 bytes)`, `2 images (image/png, 10 bytes; image/gif, 20 bytes)`.
     public static func summary(_ notes: [AttachmentNote]) -> String {
-        let each = notes.map { "\($0.mimeType), \(grouped($0.bytes)) bytes" }.joined(separator: "; ")
+        let each = notes.map { "\($0.mimeType), \(($0.bytes).grouped) bytes" }.joined(separator: "; ")
         return "\(notes.count) image\(notes.count == 1 ? "" : "s") (\(each))"
     }
 
@@ -158,16 +163,6 @@ public enum ImageAttachments {
         return max(0, text.utf8.count / 4 * 3 - padding)
     }
 
-    /// `12,345`.
-    public static func grouped(_ number: Int) -> String {
-        let digits = Array(String(number.magnitude))
-        var out = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(digit)
-        }
-        return (number < 0 ? "-" : "") + out
-    }
 }
 
 extension TranscriptEntry {
@@ -176,6 +171,12 @@ extension TranscriptEntry {
     public var attachmentWords: String? {
         guard let attachments, !attachments.isEmpty else { return nil }
         return "[\(attachments.count == 1 ? "image" : "images"): \(attachments.map(\.words).joined(separator: "; "))]"
+    }
+
+    /// The text and, after it, ``attachmentWords``: what a front end shows of the message.
+    public var contentWithAttachments: String {
+        guard let words = attachmentWords else { return content }
+        return content.isEmpty ? words : content + " " + words
     }
 }
 

@@ -62,3 +62,16 @@ extension DeliveryStatus {
         }
     }
 }
+
+extension Int {
+    /// `12,345`: digits grouped by thousands, as the words of sizes and token counts show them.
+    public var grouped: String {
+        let digits = String(magnitude)
+        var out = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(digit)
+        }
+        return (self < 0 ? "-" : "") + out
+    }
+}

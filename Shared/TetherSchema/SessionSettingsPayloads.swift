@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 public import TetherWire
 
 /// The settings and usage of the session Tether chats in, as the gateway last said them
@@ -50,8 +50,8 @@ public struct SessionSettings: Codable, Sendable, Equatable {
     /// while the gateway has counted none.
     public var contextWords: String? {
         guard let totalTokens else { return nil }
-        guard let contextTokens, contextTokens > 0 else { return "\(Self.grouped(totalTokens)) tokens" }
-        return "\(Self.grouped(totalTokens))/\(Self.grouped(contextTokens)) tokens (\(Self.percent(totalTokens, of: contextTokens)))"
+        guard let contextTokens, contextTokens > 0 else { return "\(totalTokens.grouped) tokens" }
+        return "\(totalTokens.grouped)/\(contextTokens.grouped) tokens (\(Self.percent(totalTokens, of: contextTokens)))"
     }
 
     /// What the settings are, in one line: `model tether/echo · thinking high · 1,540/200,000 tokens (1%) · $0.03`.
@@ -61,20 +61,9 @@ public struct SessionSettings: Codable, Sendable, Equatable {
         if let modelName { parts.append("model \(modelName)") }
         parts.append("thinking \(thinkingLevel ?? "default")")
         if let contextWords { parts.append(contextWords) }
-        if let inputTokens, let outputTokens { parts.append("\(Self.grouped(inputTokens)) in, \(Self.grouped(outputTokens)) out") }
+        if let inputTokens, let outputTokens { parts.append("\(inputTokens.grouped) in, \(outputTokens.grouped) out") }
         if let estimatedCostUsd { parts.append(Self.dollars(estimatedCostUsd)) }
         return parts.joined(separator: " · ")
-    }
-
-    /// `12,345`.
-    public static func grouped(_ number: Int) -> String {
-        let digits = String(number.magnitude)
-        var out = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(digit)
-        }
-        return (number < 0 ? "-" : "") + out
     }
 
     /// `$0.0312`: four decimals, as a cost of a few tokens needs.
@@ -148,7 +137,7 @@ public struct ModelChoice: Codable, Sendable, Equatable {
     /// One line of a list: `tether/echo (Echo) · 32,000 tokens · reasoning`.
     public var line: String {
         var parts = [reference + (name.map { " (\($0))" } ?? "") + (alias.map { " alias \($0)" } ?? "")]
-        if let contextWindow { parts.append("\(SessionSettings.grouped(contextWindow)) tokens") }
+        if let contextWindow { parts.append("\(contextWindow.grouped) tokens") }
         if reasoning == true { parts.append("reasoning") }
         return parts.joined(separator: " · ")
     }

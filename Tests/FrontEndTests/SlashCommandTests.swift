@@ -90,7 +90,7 @@ import TetherSchema
         settings.contextTokens = nil
         #expect(settings.contextWords == "12 tokens")
         #expect(SessionSettings(unavailable: "not available with this gateway").words == "session settings: not available with this gateway")
-        #expect(SessionSettings.grouped(1_234_567) == "1,234,567" && SessionSettings.grouped(999) == "999")
+        #expect((1_234_567).grouped == "1,234,567" && (999).grouped == "999")
         #expect(SessionSettings.dollars(1.5) == "$1.5000" && SessionSettings.dollars(0.00004) == "$0.0000")
     }
 

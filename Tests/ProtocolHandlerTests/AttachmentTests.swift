@@ -86,7 +86,7 @@ import TetherWire
         )
         #expect(ImageAttachments.isStrictBase64("QUJD") && !ImageAttachments.isStrictBase64("QUJ") && !ImageAttachments.isStrictBase64("QU-_"))
         #expect(!ImageAttachments.isStrictBase64("Q==="), "three padding characters")
-        #expect(ImageAttachments.decodedSize(ofBase64: "QUJDRA==") == 4 && ImageAttachments.grouped(12_345) == "12,345")
+        #expect(ImageAttachments.decodedSize(ofBase64: "QUJDRA==") == 4 && (12_345).grouped == "12,345")
         #expect(ImageAttachments.summary([image.note]) == "1 image (image/png, \(Self.png.count) bytes)")
     }
 

@@ -336,7 +336,7 @@ struct ConnectionManagerMachine: Sendable {
     /// Whether the gateway last connected to granted the scope to see and answer approvals
     /// (OpenClaw's `operator.approvals`, or `operator.admin` that holds every scope).
     var holdsApprovals: Bool {
-        gateway?.scopes.map { $0.contains(OpenClawProtocol.approvalsScope) || $0.contains("operator.admin") } == true
+        gateway?.scopes.map(OpenClawProtocol.grantsApprovals) == true
     }
 
     /// The front-end tracker's actions: the first to arrive resumes an idle suspend; the grace

@@ -21,8 +21,7 @@ extension DeliveryStateMachine {
             approvals(.availability("the gateway speaks the seeds' JSON, which has no approvals"), now: now, into: &actions)
             return
         }
-        let scopes = gateway.scopes ?? []
-        guard scopes.contains(OpenClawProtocol.approvalsScope) || scopes.contains("operator.admin") else {
+        guard OpenClawProtocol.grantsApprovals(gateway.scopes ?? []) else {
             if let request = gateway.scopeUpgradeRequest {
                 let approve = "openclaw devices approve \(request.isEmpty ? (gateway.deviceID ?? "DEVICE") : request)"
                 approvals(

@@ -423,7 +423,7 @@ enum OpenClawDialect: DeliveryDialect {
         }
         return Machine.Refusal(
             .tooLarge,
-            "the message's frame would be about \(ImageAttachments.grouped(OpenClawLink.frameSize(content, attachments: attachments))) bytes with its images in base64; the gateway reads frames of at most \(ImageAttachments.grouped(link.maximumPayload ?? 0)) bytes: send a smaller image"
+            "the message's frame would be about \((OpenClawLink.frameSize(content, attachments: attachments)).grouped) bytes with its images in base64; the gateway reads frames of at most \((link.maximumPayload ?? 0).grouped) bytes: send a smaller image"
         )
     }
 }

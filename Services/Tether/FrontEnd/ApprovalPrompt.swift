@@ -1,5 +1,6 @@
 public import Foundation
 public import TetherSchema
+import TetherService
 
 /// The approvals the gateway waits for, as the terminal UI shows them over the input line: the
 /// oldest first, whole (a command is read before it is allowed), with a key for each decision
@@ -126,7 +127,7 @@ public struct ApprovalPrompt: Sendable {
     public func rows(width: Int, limit: Int, at now: ContinuousClock.Instant) -> [ScreenRow] {
         guard isOpen, let approval = shown, limit > 0 else { return [] }
         let position = pending.count > 1 ? " (\((pending.firstIndex(of: approval) ?? 0) + 1) of \(pending.count))" : ""
-        let left = deadlines[approval.id].map { ", " + ApprovalWords.timeLeft(seconds: Self.seconds(from: now, to: $0)) } ?? ""
+        let left = deadlines[approval.id].map { ", " + ApprovalWords.timeLeft(seconds: ($0 - now).inSeconds) } ?? ""
         let heading: String =
             switch approval.kind {
             case .exec: "Approval waiting\(position)\(left): the agent asks to run"
@@ -166,15 +167,10 @@ public struct ApprovalPrompt: Sendable {
     /// When the time left shown changes next: each second under two minutes, each minute above.
     public func nextChange(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         guard isOpen, let approval = shown, let deadline = deadlines[approval.id] else { return nil }
-        let seconds = Self.seconds(from: now, to: deadline)
+        let seconds = (deadline - now).inSeconds
         guard seconds > 0 else { return nil }
         let unit: Double = seconds < 120 ? 1 : 60
         let untilNext = max(0.01, seconds.truncatingRemainder(dividingBy: unit))
         return now.advanced(by: .seconds(untilNext))
-    }
-
-    private static func seconds(from now: ContinuousClock.Instant, to deadline: ContinuousClock.Instant) -> Double {
-        let (seconds, attoseconds) = (deadline - now).components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

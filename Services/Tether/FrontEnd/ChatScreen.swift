@@ -119,6 +119,8 @@ public struct ChatScreen: Sendable {
     public private(set) var showsThinking = false
     /// The most lines of a tool's output shown under it.
     static let toolOutputLines = 40
+    /// Under an ended tool call the gateway sent no output for.
+    static let noOutputWords = "    │ (no output: the gateway sends it only when the session's verbose level is full)"
 
     /// What the screen owes the terminal, least to most.
     private enum Owed: Int, Comparable {
@@ -330,8 +332,6 @@ public struct ChatScreen: Sendable {
         }
     }
 
-    /// What a line typed asks for: a command of ``commands`` (`/help` and `/status` shown at
-    /// once, a misused one said in words), or a message, sent as typed.
     /// `/help`'s lines: the table's, with what only the terminal UI reads (images, approvals)
     /// before the line about everything else.
     static var help: [String] {
@@ -344,6 +344,8 @@ public struct ChatScreen: Sendable {
         ] + table.suffix(1)
     }
 
+    /// What a line typed asks for: a command of ``commands`` (`/help` and `/status` shown at
+    /// once, a misused one said in words), or a message, sent as typed.
     mutating func command(for line: String) -> ChatAction? {
         switch Self.commands.read(line) {
         case .message(let text):
@@ -428,10 +430,10 @@ public struct ChatScreen: Sendable {
         if let context = settings.contextWords {
             lines.append("context \(context)")
         } else if let window = settings.contextTokens {
-            lines.append("context window \(SessionSettings.grouped(window)) tokens; the gateway has counted none yet")
+            lines.append("context window \(window.grouped) tokens; the gateway has counted none yet")
         }
         if let input = settings.inputTokens, let output = settings.outputTokens {
-            lines.append("tokens \(SessionSettings.grouped(input)) in, \(SessionSettings.grouped(output)) out")
+            lines.append("tokens \(input.grouped) in, \(output.grouped) out")
         }
         if let cost = settings.estimatedCostUsd { lines.append("estimated cost \(SessionSettings.dollars(cost))") }
         return lines
@@ -605,7 +607,8 @@ public struct ChatScreen: Sendable {
         var rows = TerminalText.wrap(from + TranscriptFormatter.line(for: tool), width: width).map { ScreenRow($0, style) }
         guard showsToolOutput else { return rows }
         guard let output = tool.output, !output.isEmpty else {
-            rows.append(ScreenRow("    │ (no output: the gateway sends it only when the session's verbose level is full)", .dim))
+            // Only an ended call's missing output has that reason; a running one has none yet.
+            if tool.state != .running { rows.append(ScreenRow(tool.output == nil ? Self.noOutputWords : "    │ (no output)", .dim)) }
             return rows
         }
         let lines = output.split(separator: "\n", omittingEmptySubsequences: false)
@@ -622,7 +625,7 @@ public struct ChatScreen: Sendable {
         if let session = entry.session, let shown, session != shown { return "[\(session)] " + text(of: entry) }
         switch entry.sender {
         case .user:
-            let content = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " \($0)" } ?? "")
+            let content = entry.contentWithAttachments
             if let author = entry.author { return "\(author): \(content)" }
             return "You: \(content)  \(entry.status.mark)"
         case .bot(let name):

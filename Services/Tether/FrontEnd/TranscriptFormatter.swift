@@ -22,7 +22,7 @@ public struct TranscriptFormatter: Sendable {
         if let tool = entry.tool { return "\(time) \(Self.line(for: tool))" }
         switch entry.sender {
         case .user:
-            let content = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " \($0)" } ?? "")
+            let content = entry.contentWithAttachments
             if let author = entry.author { return "\(time) \(author): \(content)" }
             return "\(time) you: \(content) [\(entry.status.rawValue)]"
         case .bot(let name):

@@ -1,5 +1,5 @@
 import OpenClawWire
-public import TetherSchema
+import TetherSchema
 
 /// The sizes the page keeps to, sent in its first frame: it checks a message and a draft
 /// against them before anything leaves the browser, and says so in words when one is over.

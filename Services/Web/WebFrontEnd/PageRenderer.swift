@@ -155,7 +155,7 @@ public struct PageRenderer: Sendable {
                     #"<li class="other" data-id="\#(escape(entry.id.value))"><span class="who">\#(escape(author)):</span> <span class="text">\#(escape(entry.content))</span></li>"#
             }
             let mark = entry.status.mark
-            let text = entry.content + (entry.attachmentWords.map { entry.content.isEmpty ? $0 : " " + $0 } ?? "")
+            let text = entry.contentWithAttachments
             return
                 #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(text))</span> <span class="mark">\#(mark)</span></li>"#
         case .bot(name: let name):
