@@ -238,13 +238,7 @@ actor ProtocolEngine {
         }
         let texts = messages.map(\.text).joined(separator: " and ")
         let check = unchecked.map { " (the model is not checked: \($0))" } ?? ""
-        // Not written yet (no connection): said as it is, not as sent.
-        let written = !sent.contains { $0.status == .queued }
-        let detail =
-            written
-            ? "sent \(texts) to the gateway\(check); it answers in the conversation"
-            : "queued \(texts)\(check): it goes to the gateway once Tether can send it, and the gateway answers in the conversation"
-        return SessionSetCommand.Reply(sent: sent, detail: detail)
+        return SessionSetCommand.Reply(sent: sent, detail: "sent \(texts) to the gateway\(check); it answers in the conversation")
     }
 
     /// Refuses a settings command on a seed gateway, in words.
