@@ -235,6 +235,19 @@ public enum SessionSetCommand: BusCommand {
             self.sent = sent
             self.detail = detail
         }
+
+        /// What happens next to the messages `texts` (`/model …`, `/think …`), in words: written
+        /// now while a connection is open, or waiting in the outbox until there is one.
+        /// `unchecked` says why the model was not checked against the gateway's list.
+        public static func detail(for texts: [String], connected: Bool, unchecked: String?) -> String {
+            let joined = texts.joined(separator: " and ")
+            let check = unchecked.map { " (the model is not checked: \($0))" } ?? ""
+            guard connected else {
+                return "\(joined) \(texts.count == 1 ? "waits" : "wait") in the outbox\(check): Tether is not connected to the gateway; "
+                    + "\(texts.count == 1 ? "it is" : "they are") sent once it is (tether status says why not), and the gateway answers in the conversation"
+            }
+            return "sent \(joined) to the gateway\(check); it answers in the conversation"
+        }
     }
 
     /// The id of the message that sets `setting` (`model` or `thinking`) for a change.

@@ -75,6 +75,24 @@ import TetherTesting
         // A command the gateway knows and Tether does not is a message, sent as typed.
         let compact = try set.tether(["send", "/compact"])
         #expect(compact.status == 0 && compact.standardOutput == "You said: /compact\n", "\(compact.standardOutput)")
+
+        // Not connected: the change waits in the outbox, and says so; it is sent once connected again.
+        #expect(try set.tether(["suspend"]).status == 0)
+        var seen = ""
+        let suspended = await eventually {
+            seen = (try? set.tether(["status"]).standardOutput) ?? ""
+            return seen.contains("suspended")
+        }
+        #expect(suspended, "\(seen)")
+        let waiting = try set.tether(["session", "set", "thinking=low"])
+        #expect(waiting.status == 0, "\(waiting.standardError)")
+        #expect(
+            waiting.standardOutput.hasPrefix("/think low waits in the outbox: Tether is not connected to the gateway; it is sent once it is"),
+            "\(waiting.standardOutput)")
+        #expect(set.receipts()["/think low"] == nil)
+        #expect(try set.tether(["resume"]).status == 0)
+        let low = try await settings(of: set) { $0.thinkingLevel == "low" }
+        #expect(low?.thinkingLevel == "low" && set.receipts()["/think low"] == 1, "\(String(describing: low)) \(set.receipts())")
     }
 
     @Test func newAndResetStartTheSessionAnew() async throws {

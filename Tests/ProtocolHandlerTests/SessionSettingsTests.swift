@@ -99,4 +99,18 @@ import TetherSchema
         }
         #expect(level.description.hasPrefix("extreme is no thinking level: use off, minimal, low, medium, high, xhigh, adaptive"))
     }
+
+    @Test func theWordsSayTheChangeWaitsWhenTetherIsNotConnected() {
+        let texts = ["/model openai/gpt-5", "/think high"]
+        #expect(
+            SessionSetCommand.Reply.detail(for: texts, connected: true, unchecked: nil)
+                == "sent /model openai/gpt-5 and /think high to the gateway; it answers in the conversation")
+        let waiting = SessionSetCommand.Reply.detail(for: texts, connected: false, unchecked: "not connected")
+        #expect(
+            waiting
+                == "/model openai/gpt-5 and /think high wait in the outbox (the model is not checked: not connected): Tether is not connected to the gateway; they are sent once it is (tether status says why not), and the gateway answers in the conversation"
+        )
+        #expect(!waiting.contains("sent /"))
+        #expect(SessionSetCommand.Reply.detail(for: ["/think low"], connected: false, unchecked: nil).hasPrefix("/think low waits in the outbox: "))
+    }
 }

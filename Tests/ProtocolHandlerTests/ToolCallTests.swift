@@ -82,6 +82,26 @@ import TetherWire
         #expect(driver.machine.pendingCount == 0, "a tool event of its run shows the gateway stored the message")
     }
 
+    @Test func aCallStillRunningWhenItsRunEndsIncompleteIsSaidUnfinishedUntilAResultComes() throws {
+        var driver = Self.running()
+        Self.tool(
+            &driver, run: "m1",
+            ["phase": .string("start"), "name": .string("exec"), "toolCallId": .string("call_3"), "args": .object(["command": .string("make")])], ts: 5)
+        Self.tool(&driver, run: "m1", ["phase": .string("start"), "name": .string("read"), "toolCallId": .string("call_4")], ts: 5.5)
+        // Another run's call is not this run's to close.
+        Self.tool(&driver, run: "other", ["phase": .string("start"), "name": .string("read"), "toolCallId": .string("call_9")], ts: 5.6)
+        driver.chat(
+            ChatEventPayload(runId: "m1", sessionKey: "agent:main:main", seq: nil, state: .error, errorMessage: "model overloaded"), on: "c1", at: 6)
+        let closed = driver.entries { $0.tool != nil }.suffix(2)
+        #expect(closed.map(\.id.value) == ["tool:call_3", "tool:call_4"])
+        #expect(closed.allSatisfy { $0.tool?.state == .unfinished }, "\(closed.map { "\($0.tool?.state as Any)" })")
+        #expect(closed.first?.tool?.arguments == "make" && closed.first?.content == "exec make")
+        #expect(driver.machine.liveToolCalls.keys.sorted() == ["call_9"])
+        // A result heard after all replaces "unfinished" with what it says.
+        Self.tool(&driver, run: "m1", ["phase": .string("result"), "name": .string("exec"), "toolCallId": .string("call_3"), "isError": .bool(false)], ts: 9)
+        #expect(driver.entries { $0.id.value == "tool:call_3" }.last?.tool?.state == .ok)
+    }
+
     @Test func aResultSentWithVerboseFullIsTheOutputAndAnErrorIsAnError() throws {
         var driver = Self.running()
         Self.tool(

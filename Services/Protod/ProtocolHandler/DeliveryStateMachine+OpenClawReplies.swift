@@ -103,6 +103,14 @@ extension DeliveryStateMachine {
     /// the bot is idle once no run of Tether's is open.
     mutating func end(_ runID: String, as status: DeliveryStatus, why: String, now: Date, into actions: inout [Action]) {
         guard let run = runs.removeValue(forKey: runID) else { return }
+        // Its calls still running get no result this run will report: they are said unfinished
+        // (a result heard later still replaces that).
+        for (callID, live) in liveToolCalls.filter({ $0.value.runID == runID }).sorted(by: { $0.value.startedAt < $1.value.startedAt }) {
+            liveToolCalls[callID] = nil
+            var call = live.call
+            call.state = .unfinished
+            actions.append(.publishEntry(Self.entry(of: call, at: live.startedAt, bot: bot.name)))
+        }
         actions.append(
             .publishEntry(
                 TranscriptEntry(
@@ -163,7 +171,7 @@ extension DeliveryStateMachine {
             if liveToolCalls.count >= Self.liveToolCallLimit, let oldest = liveToolCalls.min(by: { $0.value.startedAt < $1.value.startedAt }) {
                 liveToolCalls[oldest.key] = nil
             }
-            liveToolCalls[callID] = LiveToolCall(call: call, startedAtMilliseconds: event.ts, startedAt: now)
+            liveToolCalls[callID] = LiveToolCall(call: call, runID: event.runId, startedAtMilliseconds: event.ts, startedAt: now)
             actions.append(.publishEntry(Self.entry(of: call, at: now, bot: bot.name)))
         case "result"?:
             let started = liveToolCalls.removeValue(forKey: callID)

@@ -176,6 +176,8 @@ struct OpenClawRun: Sendable, Equatable {
 /// A tool call started live and not yet ended.
 struct LiveToolCall: Sendable, Equatable {
     var call: ToolCall
+    /// The run that called it.
+    var runID: String
     /// When it started, by the gateway's clock (the event's `ts`, in milliseconds).
     var startedAtMilliseconds: Int?
     /// When it started, by protod's clock: its entry's time.

@@ -236,9 +236,9 @@ actor ProtocolEngine {
             let id = SessionSetCommand.messageID(of: request.id, setting: message.setting)
             sent.append(try await send(SendMessageCommand.Request(id: id, content: message.text)))
         }
-        let texts = messages.map(\.text).joined(separator: " and ")
-        let check = unchecked.map { " (the model is not checked: \($0))" } ?? ""
-        return SessionSetCommand.Reply(sent: sent, detail: "sent \(texts) to the gateway\(check); it answers in the conversation")
+        let connected = try await driver.perform { $0.machine.connection != nil }
+        return SessionSetCommand.Reply(
+            sent: sent, detail: SessionSetCommand.Reply.detail(for: messages.map(\.text), connected: connected, unchecked: unchecked))
     }
 
     /// Refuses a settings command on a seed gateway, in words.
