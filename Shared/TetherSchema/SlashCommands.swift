@@ -92,7 +92,9 @@ public struct SlashCommands: Sendable {
         Entry(["agent"], .optional("ID"), "chat in agent ID's main session (without ID, the list)") { id in id.map(LocalCommand.useAgent) ?? .listAgents },
         Entry(["sessions"], .none, "the gateway's sessions to choose from (Ctrl-P)") { _ in .listSessions },
         Entry(["session"], .optional("KEY"), "chat in session KEY (without KEY, the list)") { key in key.map(LocalCommand.useSession) ?? .listSessions },
-        Entry(["search"], .words("WORDS"), "the stored messages holding every word, newest first, whatever the gateway") { words in
+        Entry(
+            ["search"], .words("WORDS"), "the stored messages holding every word, newest first, whatever the gateway; choose one to see it in its conversation"
+        ) { words in
             .search(words ?? "")
         },
         Entry(["new"], .none, "a new session at the gateway, its history empty: sent as a message, the gateway answers") { _ in .restartSession("/new") },

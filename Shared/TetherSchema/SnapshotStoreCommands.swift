@@ -188,14 +188,85 @@ extension SearchCommand.Request: BoundedRequest {
     }
 }
 
-extension SearchCommand.Hit {
-    /// Who wrote the message found: "You", another client's name, or the bot's.
+/// A stored message in its conversation: the entries just before and after a position (a
+/// search hit's), so that a front end shows what it answered and what came of it.
+public enum AroundCommand: BusCommand {
+    public static let method = "transcript.around"
+    public static let endpoint = Endpoints.snapshotStore
+
+    /// The most entries asked for on either side.
+    public static let sideLimit = 50
+
+    public struct Request: Codable, Sendable {
+        /// The entry's place in the store (a hit's `position`).
+        public var position: Int
+        /// How many entries to return before it, and as many after it (at most ``AroundCommand/sideLimit``).
+        public var count: Int
+        /// OpenClaw: only the entries of this session (the entry's own), and those naming none; nil: every session's.
+        public var session: String?
+
+        public init(position: Int, count: Int = 3, session: String? = nil) {
+            self.position = position
+            self.count = count
+            self.session = session
+        }
+    }
+
+    public struct Reply: Codable, Sendable {
+        /// Oldest first: up to `count` before the entry, the entry, up to `count` after it.
+        public var entries: [TranscriptEntry]
+        /// Where in `entries` the entry at the position is; nil when the store no longer holds it
+        /// (removed to stay within the cap).
+        public var focus: Int?
+
+        public init(entries: [TranscriptEntry], focus: Int?) {
+            self.entries = entries
+            self.focus = focus
+        }
+    }
+}
+
+extension AroundCommand.Reply {
+    /// The longest a message is shown on its one line, in characters.
+    public static let lineLimit = 300
+
+    /// The message in its conversation as plain text, a line a message, oldest first: the
+    /// entry at the position marked `▶`, the others indented; `TIME  Opta: You said: …` with
+    /// `time` written by `time`, a message of another session than `shown` naming it, a tool
+    /// call as its ⚙ line. A message's lines are joined, and a long one cut with `…`.
+    public func lines(shown: String? = nil, time: (Date) -> String) -> [String] {
+        entries.enumerated().map { index, entry in
+            let mark = index == focus ? "▶ " : "  "
+            let session = entry.session.flatMap { $0 == shown ? nil : "[\($0)] " } ?? ""
+            let said = entry.tool.map { "⚙ " + $0.words } ?? "\(entry.speaker): \(entry.contentWithAttachments)"
+            var text = String(said.map { $0 == "\n" ? " " : $0 })
+            if text.count > Self.lineLimit { text = text.prefix(Self.lineLimit - 1) + "…" }
+            return "\(mark)\(time(entry.timestamp))  \(session)\(text)"
+        }
+    }
+}
+
+extension AroundCommand.Request: BoundedRequest {
+    public var outOfBounds: String? {
+        if !(0...AroundCommand.sideLimit).contains(count) { return "count must be between 0 and \(AroundCommand.sideLimit) (it is \(count))" }
+        if position < 0 { return "position must not be negative (it is \(position))" }
+        return nil
+    }
+}
+
+extension TranscriptEntry {
+    /// Who wrote it: "You", another client's name, or the bot's.
     public var speaker: String {
-        switch entry.sender {
-        case .user: entry.author ?? "You"
+        switch sender {
+        case .user: author ?? "You"
         case .bot(name: let name): name.isEmpty ? "Bot" : name
         }
     }
+}
+
+extension SearchCommand.Hit {
+    /// Who wrote the message found: "You", another client's name, or the bot's.
+    public var speaker: String { entry.speaker }
 
     /// The hit as one line of plain text, for a front end that sets it as text: when, the
     /// session, who, and the excerpt without its marks.

@@ -679,7 +679,18 @@ def check_slash_commands_change_and_show_the_settings(driver):
     wait(lambda: any(text.endswith("You said: /compact") for _, text in conversation(driver)), 30, "/compact sent to the gateway")
     send(driver, "/search compact")
     wait(lambda: "Found in the stored conversation" in output.text and "You said: /compact" in output.text, 20, "/search's hits")
-    return f"model {model()!r}, usage {usage()!r}"
+    # A hit chosen shows the message in its conversation: marked, with the reply after it.
+    sent = [button for button in output.find_elements(By.CSS_SELECTOR, "button.hit") if button.text.endswith("You: /compact")]
+    assert len(sent) == 1, [button.text for button in output.find_elements(By.CSS_SELECTOR, "button.hit")]
+    sent[0].click()
+    wait(lambda: "The message found in its conversation" in output.text, 20, "the hit in its conversation")
+    lines = [item.text for item in output.find_elements(By.CSS_SELECTOR, "li")]
+    focus = output.find_elements(By.CSS_SELECTOR, "li.focus[aria-current=true]")
+    assert len(focus) == 1 and focus[0].text.startswith("▶ ") and focus[0].text.endswith("You: /compact"), lines
+    after = lines[lines.index(focus[0].text) + 1:]
+    assert after and after[0].endswith("You said: /compact"), lines
+    assert not output.find_elements(By.CSS_SELECTOR, "button.hit"), "the conversation's lines are not hits"
+    return f"model {model()!r}, usage {usage()!r}; the hit in its conversation: {len(lines)} lines"
 
 
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,

@@ -83,6 +83,18 @@ import TetherWire
         #expect(reply.hits.count == 1 && reply.nextBefore != nil, "\(json.standardOutput)")
         #expect(reply.hits.first?.excerpt.contains("\u{2}deployment\u{3}") == true, "\(json.standardOutput)")
 
+        // Each hit in its conversation: the message before and after it, the hit marked.
+        let around = try set.tether(["search", "--context", "1", "docs"])
+        #expect(around.status == 0, "\(around.standardError)")
+        print("tether search --context 1 docs:\n\(around.standardOutput)")
+        let groups = around.standardOutput.split(separator: "\n--\n").map { $0.split(separator: "\n").map(String.init) }
+        #expect(groups.count == 2, "the message and its reply: \(around.standardOutput)")
+        #expect(
+            groups.last.map { [$0.count, $0.firstIndex { $0.hasPrefix("▶") } ?? -1] } == [3, 1]
+                && groups.last?[0].hasSuffix("Opta: You said: please deploy the café build") == true
+                && groups.last?[1].hasSuffix("You: and the docs too") == true && groups.last?[2].hasSuffix("Opta: You said: and the docs too") == true,
+            "\(around.standardOutput)")
+
         let none = try set.tether(["search", "kubernetes"])
         #expect(none.status == 1 && none.standardOutput.isEmpty, "\(none.standardOutput)")
         #expect(none.standardError.contains("no stored message holds kubernetes"), "\(none.standardError)")
@@ -96,9 +108,16 @@ import TetherWire
         _ = try await ui.waitFor("You: sent while snapd restarts")
         try ui.type("/search cafe")
         try ui.press("Enter")
-        let shown = try await ui.waitFor("Found, newest first; any key closes:", "Opta: You said: please deploy the café build")
+        let shown = try await ui.waitFor("Found, newest first: 1–2 shows one in its conversation", "Opta: You said: please deploy the café build")
         print("/search in the terminal UI:\n\(shown)")
-        #expect(shown.contains("You: please deploy the café build"), "\(shown)")
+        #expect(shown.contains(" 2  ") && shown.contains("You: please deploy the café build"), "\(shown)")
+        // The second hit, the message sent, in its conversation: the reply after it, marked.
+        try ui.type("2")
+        let context = try await ui.waitFor("The message found in its conversation (any key closes):", " ▶ ")
+        print("the hit in its conversation:\n\(context)")
+        let marked = context.split(separator: "\n").first { $0.hasPrefix(" ▶ ") }.map(String.init) ?? ""
+        #expect(marked.hasSuffix("You: please deploy the café build"), "\(context)")
+        #expect(context.contains("Opta: You said: and the docs too"), "the messages after it: \(context)")
         try ui.type("/search kubernetes")
         try ui.press("Enter")
         _ = try await ui.waitFor("no stored message holds kubernetes")

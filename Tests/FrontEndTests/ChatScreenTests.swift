@@ -240,6 +240,30 @@ import TetherWire
         #expect(screen.handle(.character("7"), at: start) == nil, "no seventh session: the list closes, the key is typed")
     }
 
+    @Test func slashSearchListsTheHitsAndADigitShowsOneInItsConversation() throws {
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        #expect(screen.command(for: "/search deploy") == .local(.search("deploy")))
+        let hits = (1...12).map { index in
+            SearchCommand.Hit(
+                position: 100 - index,
+                entry: TranscriptEntry(
+                    id: MessageID("m\(index)"), sender: .user, content: "deploy \(index)", timestamp: Date(timeIntervalSince1970: 1_800_000_000),
+                    status: .delivered), excerpt: "\u{2}deploy\u{3} \(index)")
+        }
+        screen.showSearchHits(hits, for: "deploy", more: false)
+        let rows = screen.render(width: 120, height: 16, at: start).rows.map(\.text)
+        #expect(rows.contains { $0.contains("Found, newest first: 1–9 shows one in its conversation, Esc closes (the newest 9: tether search lists more)") })
+        #expect(rows.contains { $0.hasPrefix(" 1  ") && $0.hasSuffix("You: deploy 1") }, "\(rows)")
+        #expect(rows.contains { $0.hasPrefix(" 9  ") && $0.hasSuffix("You: deploy 9") } && !rows.contains { $0.contains("deploy 10") })
+        #expect(screen.handle(.character("3"), at: start) == .showHit(hits[2]))
+        #expect(!screen.render(width: 100, height: 16, at: start).rows.contains { $0.text.contains("Found, newest first") }, "the list closes")
+        screen.showSearchHits(Array(hits.prefix(2)), for: "deploy", more: false)
+        #expect(screen.handle(.escape, at: start) == nil)
+        #expect(!screen.render(width: 100, height: 16, at: start).rows.contains { $0.text.contains("Found") })
+        screen.showSearchHits([], for: "kubernetes", more: false)
+        #expect(screen.render(width: 100, height: 16, at: start).rows.contains { $0.text.contains("no stored message holds kubernetes") })
+    }
+
     @Test func anotherSessionsTranscriptReplacesTheOneShownAndWhatCameMeanwhileIsKept() throws {
         let mainEntry = TranscriptEntry(
             id: MessageID("a"), sender: .user, content: "in main", timestamp: Date(), status: .delivered, session: "agent:main:main", revision: 1)

@@ -28,4 +28,28 @@ import TetherWire
         let line = SearchResults.excerpt("a \u{1B}[2J \u{2}word\u{3}\nnext", highlight: false)
         #expect(line == "a ^[[2J word next")
     }
+
+    @Test func aHitInItsConversationIsMarkedAndEachMessageIsOneLine() {
+        let utc = TimeZone(identifier: "UTC")!
+        func entry(_ id: String, _ content: String, sender: Sender = .user, session: String? = nil) -> TranscriptEntry {
+            var entry = TranscriptEntry(
+                id: MessageID(id), sender: sender, content: content, timestamp: Date(timeIntervalSince1970: 1_800_000_000), status: .delivered)
+            entry.session = session
+            return entry
+        }
+        let reply = AroundCommand.Reply(
+            entries: [
+                entry("a", "before\nit"), entry("b", "deploy the build"), entry("c", "You said: deploy the build", sender: .bot(name: "Opta")),
+                entry("d", String(repeating: "x", count: 400), session: "agent:main:side"), entry("e", "\u{1B}[2J"),
+            ], focus: 1)
+        let lines = SearchResults.context(reply, shown: "agent:main:main", timeZone: utc)
+        #expect(
+            Array(lines.prefix(3)) == [
+                "  2027-01-15 08:00  You: before it", "▶ 2027-01-15 08:00  You: deploy the build", "  2027-01-15 08:00  Opta: You said: deploy the build",
+            ])
+        #expect(lines[3].hasPrefix("  2027-01-15 08:00  [agent:main:side] You: xxx") && lines[3].hasSuffix("x…"), "\(lines[3])")
+        #expect(lines[3].count == "  2027-01-15 08:00  [agent:main:side] ".count + AroundCommand.Reply.lineLimit)
+        #expect(lines[4] == "  2027-01-15 08:00  You: ^[[2J", "a control sequence is shown as text")
+        #expect(!SearchResults.context(AroundCommand.Reply(entries: [entry("a", "x")], focus: nil), timeZone: utc)[0].hasPrefix("▶"))
+    }
 }

@@ -44,7 +44,10 @@ import TetherSchema
             return
         }
         #expect(extra.hasPrefix("/help takes nothing after its name"))
-        #expect(commands.read("/search") == .misused("/search WORDS: the stored messages holding every word, newest first, whatever the gateway"))
+        #expect(
+            commands.read("/search")
+                == .misused(
+                    "/search WORDS: the stored messages holding every word, newest first, whatever the gateway; choose one to see it in its conversation"))
     }
 
     @Test func helpListsEachCommandWithALineAndSaysWhatHappensToTheRest() {

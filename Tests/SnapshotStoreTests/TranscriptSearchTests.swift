@@ -70,6 +70,28 @@ import TetherWire
         #expect(try await found(store, "note", limit: 3, session: "agent:main:side") == ["none", "m23", "m21"])
     }
 
+    @Test func aHitIsShownWithTheMessagesAroundItInItsSession() async throws {
+        let run = try TestRunDirectory()
+        let store = try TranscriptStore(path: run.path + "/snapd.sqlite", maximumEntries: 10)
+        for index in 0..<10 {
+            try await store.apply(entry("m\(index)", "note \(index)", session: index % 2 == 0 ? "agent:main:main" : "agent:main:side"))
+        }
+        let hit = try #require(try await store.search("4", limit: 1)?.hits.first)
+        #expect(hit.entry.id.value == "m4")
+        let all = try await store.around(hit.position, count: 2)
+        #expect(all.entries.map(\.id.value) == ["m2", "m3", "m4", "m5", "m6"] && all.focus == 2)
+        let inSession = try await store.around(hit.position, count: 2, session: "agent:main:main")
+        #expect(inSession.entries.map(\.id.value) == ["m0", "m2", "m4", "m6", "m8"] && inSession.focus == 2)
+        let first = try #require(try await store.search("0", limit: 1)?.hits.first)
+        let atStart = try await store.around(first.position, count: 3)
+        #expect(atStart.entries.map(\.id.value) == ["m0", "m1", "m2", "m3"] && atStart.focus == 0)
+        #expect(try await store.around(hit.position, count: 0).entries.map(\.id.value) == ["m4"])
+        // Compacted away: the messages around where it was, none marked.
+        for index in 10..<20 { try await store.apply(entry("m\(index)", "later \(index)")) }
+        let gone = try await store.around(hit.position, count: 2)
+        #expect(gone.focus == nil && gone.entries.count <= 2 && !gone.entries.contains { $0.id.value == "m4" }, "\(gone.entries.map(\.id.value))")
+    }
+
     /// A store made before the index existed gets it, with what it holds, when it is opened.
     @Test func anOlderStoreIsIndexedWhenOpened() async throws {
         let run = try TestRunDirectory()

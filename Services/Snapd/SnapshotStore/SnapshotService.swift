@@ -64,6 +64,9 @@ public struct SnapshotService: Service {
             if session == nil { session = try await store.conversation()?.sessionKey }
             return try await store.latest(limit: min(request.limit, TranscriptCommand.pageLimit), before: request.before, session: session)
         }
+        dispatcher.on(AroundCommand.self) { request in
+            try await store.around(request.position, count: request.count, session: request.session)
+        }
         dispatcher.on(SearchCommand.self) { request in
             guard let found = try await store.search(request.words, limit: request.limit, before: request.before, session: request.session) else {
                 throw CommandError("nothing to search for: \"\(request.words)\" has no letters or digits", code: .refused)

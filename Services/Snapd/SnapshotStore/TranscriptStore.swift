@@ -333,6 +333,26 @@ public struct TranscriptStore: Sendable {
         }
     }
 
+    /// The entry at `position` with up to `count` entries before and after it, oldest first;
+    /// of `session` (and those naming none) when given.
+    public func around(_ position: Int, count: Int, session: String? = nil) async throws -> AroundCommand.Reply {
+        try await database.read { db in
+            let chosen = session == nil ? "" : "AND (session IS NULL OR session = :session)"
+            let arguments: StatementArguments = ["position": position, "count": max(0, count), "session": session]
+            let upTo = try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM transcript WHERE position <= :position \(chosen) ORDER BY position DESC LIMIT :count + 1", arguments: arguments)
+            let after = try Row.fetchAll(
+                db, sql: "SELECT * FROM transcript WHERE position > :position \(chosen) ORDER BY position ASC LIMIT :count", arguments: arguments)
+            var rows = Array(upTo.reversed())
+            let focus = rows.last.flatMap { (row: Row) -> Int? in row["position"] == position ? rows.count - 1 : nil }
+            // Without the entry itself, the `count` before it are what is wanted, not one more.
+            if focus == nil, rows.count > count { rows.removeFirst() }
+            rows += after
+            return AroundCommand.Reply(entries: rows.map(Self.entry(from:)), focus: focus)
+        }
+    }
+
     /// The messages holding every word of `words` (each as a word or the start of one, in
     /// any case, with or without accents), newest first, at most `limit`, older than position
     /// `before`; of `session` (and those naming none) when given. Nil when `words` hold

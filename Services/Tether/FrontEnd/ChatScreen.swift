@@ -28,6 +28,8 @@ public enum ChatAction: Sendable, Equatable {
     case listSessions
     /// Chat in this session from now on (`/session KEY`, or a choice from the list).
     case useSession(String)
+    /// Show a message `/search` found in its conversation (a choice from the list of hits).
+    case showHit(SearchCommand.Hit)
     /// Answer an approval the gateway waits for (a key of the approval prompt).
     case approve(id: String, decision: ApprovalDecision)
     /// A command of ``SlashCommands`` that needs the bus: a list, the agent, the model, the thinking level.
@@ -92,6 +94,8 @@ public struct ChatScreen: Sendable {
     static let heldLimit = 5000
     /// The gateway's sessions to choose from with a digit, while the list is shown.
     private var sessionChoices: [SessionsCommand.Reply.Session]?
+    /// What `/search` found, newest first: a digit shows one in its conversation.
+    private var searchHits: (words: String, hits: [SearchCommand.Hit], more: Bool)?
     /// Lines shown above the conversation until the next key: `/help`, `/status`, `/models`, `/agents`.
     private var panel: (title: String, lines: [String])?
     /// The session's settings and usage, as protod retains them.
@@ -241,16 +245,34 @@ public struct ChatScreen: Sendable {
         owe(.everything)
     }
 
+    /// Shows what `/search` found for `words` (the newest nine); a digit shows one in its
+    /// conversation. `more` says more messages hold the words than are listed.
+    public mutating func showSearchHits(_ hits: [SearchCommand.Hit], for words: String, more: Bool) {
+        guard !hits.isEmpty else {
+            report("no stored message holds \(words)")
+            return
+        }
+        searchHits = (words, Array(hits.prefix(9)), more || hits.count > 9)
+        owe(.everything)
+    }
+
     /// Applies a key; returns what the UI must do, if anything.
     public mutating func handle(_ key: Key, at now: ContinuousClock.Instant) -> ChatAction? {
-        // The notice and the list go with the key: then more than the input line changes.
-        if notice != nil || sessionChoices != nil || panel != nil { owe(.everything) }
+        // The notice and the lists go with the key: then more than the input line changes.
+        if notice != nil || sessionChoices != nil || searchHits != nil || panel != nil { owe(.everything) }
         notice = nil
         panel = nil
         if let choices = sessionChoices {
             sessionChoices = nil
             if case .character(let digit) = key, let number = digit.wholeNumberValue, (1...choices.count).contains(number) {
                 return .useSession(choices[number - 1].key)
+            }
+            if key == .escape { return nil }
+        }
+        if let found = searchHits {
+            searchHits = nil
+            if case .character(let digit) = key, let number = digit.wholeNumberValue, (1...found.hits.count).contains(number) {
+                return .showHit(found.hits[number - 1])
             }
             if key == .escape { return nil }
         }
@@ -509,6 +531,17 @@ public struct ChatScreen: Sendable {
             for (number, choice) in choices.enumerated() {
                 let name = choice.displayName.map { " (\($0))" } ?? ""
                 list.append(ScreenRow(TerminalText.fit(" \(number + 1)  \(choice.key)\(name)\(choice.key == current ? "  ← current" : "")", width: width)))
+            }
+            rows.append(contentsOf: list.prefix(max(0, area - 1)))
+            area -= min(list.count, max(0, area - 1))
+        }
+        if let found = searchHits {
+            // What matters first comes first: a narrow terminal cuts the end.
+            let more = found.more ? " (the newest \(found.hits.count): tether search lists more)" : ""
+            let title = "Found, newest first: 1–\(found.hits.count) shows one in its conversation, Esc closes\(more)"
+            var list = [ScreenRow(" " + TerminalText.fit(title, width: width - 1), .title)]
+            for (number, hit) in found.hits.enumerated() {
+                list.append(ScreenRow(TerminalText.fit(" \(number + 1)  " + SearchResults.line(hit, shown: shownSession, highlight: false), width: width)))
             }
             rows.append(contentsOf: list.prefix(max(0, area - 1)))
             area -= min(list.count, max(0, area - 1))

@@ -14,6 +14,12 @@ public enum SearchResults {
             "\(time(entry.timestamp, in: timeZone))  \(session)\(TerminalSafe.visible(hit.speaker, newlines: false)): \(excerpt(hit.excerpt, highlight: highlight))"
     }
 
+    /// A hit in its conversation, a line a message, oldest first (``AroundCommand/Reply/lines(shown:time:)``),
+    /// with control characters shown as text.
+    public static func context(_ reply: AroundCommand.Reply, shown: String? = nil, timeZone: TimeZone = .current) -> [String] {
+        reply.lines(shown: shown) { time($0, in: timeZone) }.map { TerminalSafe.visible($0, newlines: false) }
+    }
+
     /// The excerpt on one line, each word found between bold and normal when `highlight`.
     static func excerpt(_ excerpt: String, highlight: Bool) -> String {
         var result = ""

@@ -30,6 +30,8 @@ public final class TerminalSession: Sendable {
     }
 
     public static let frontEndName = "tether"
+    /// How many messages before and after a search hit show it in its conversation.
+    static let hitContext = 5
 
     /// Opens the session on `frame`, snapd's first frame.
     public init(bus: any Bus, frame: FirstFrame) {
@@ -111,6 +113,16 @@ public final class TerminalSession: Sendable {
             }
         case .action(.local(let command), _):
             await carryOut(command)
+        case .action(.showHit(let hit), _):
+            do {
+                let reply = try await bus.request(
+                    AroundCommand.self, .init(position: hit.position, count: Self.hitContext, session: hit.entry.session), timeout: .seconds(5), attempts: 2)
+                let shown = screen.withLock { $0.shownSession }
+                let gone = reply.focus == nil ? " (the message itself is no longer stored)" : ""
+                show("The message found in its conversation\(gone) (any key closes):", SearchResults.context(reply, shown: shown))
+            } catch {
+                report("cannot show the message in its conversation: \(error)")
+            }
         case .action(.abort, _):
             do {
                 let reply = try await bus.request(AbortCommand.self, .init(), timeout: .seconds(12), attempts: 1)
@@ -166,13 +178,9 @@ public final class TerminalSession: Sendable {
                 let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), thinking: level), timeout: .seconds(20), attempts: 1)
                 report(reply.detail)
             case .search(let words):
-                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 20), timeout: .seconds(5), attempts: 2)
-                let shown = screen.withLock { $0.shownSession }
-                let lines = reply.hits.map { SearchResults.line($0, shown: shown, highlight: false) }
-                guard !lines.isEmpty else { return report("no stored message holds \(words)") }
-                show(
-                    "Found, newest first\(reply.nextBefore == nil ? "" : " (the newest 20: tether search --limit 200 WORDS lists more)"); any key closes:",
-                    lines)
+                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 9), timeout: .seconds(5), attempts: 2)
+                screen.withLock { $0.showSearchHits(reply.hits, for: words, more: reply.nextBefore != nil) }
+                changed()
             case .help, .status, .listSessions, .useSession, .restartSession:
                 break
             }
@@ -266,7 +274,7 @@ public final class TerminalSession: Sendable {
                 screen.withLock { $0.invalidate() }
                 dirty.store(true, ordering: .relaxed)
                 post.yield(.continued)
-            case .send, .attach, .reconnect, .abort, .listSessions, .useSession, .approve, .local:
+            case .send, .attach, .reconnect, .abort, .listSessions, .useSession, .showHit, .approve, .local:
                 break
             }
         }

@@ -30,19 +30,43 @@ struct Search: AsyncParsableCommand {
     @Option(help: "OpenClaw: only this session's messages (its key as the gateway names it); every session's by default.")
     var session: String?
 
+    @Option(help: "Show each message found in its conversation: this many messages before and after it (0–\(AroundCommand.sideLimit)).")
+    var context = 0
+
     @Flag(help: "One JSON object: the hits with their entries, and where the next page starts.")
     var json = false
 
     func validate() throws {
         guard (1...SearchCommand.pageLimit).contains(limit) else { throw ValidationError("--limit must be between 1 and \(SearchCommand.pageLimit)") }
         guard !words.joined().allSatisfy(\.isWhitespace) else { throw ValidationError("give the words to search for") }
+        guard (0...AroundCommand.sideLimit).contains(context) else { throw ValidationError("--context must be between 0 and \(AroundCommand.sideLimit)") }
+        guard context == 0 || !json else { throw ValidationError("--context shows lines: it does not go with --json") }
     }
 
     func run() async throws {
-        let reply = try await ask(
-            SearchCommand.self, .init(words: words.joined(separator: " "), limit: limit, session: session), options, remote, timeout: .seconds(5))
+        let bus = try openBus(options, remote)
+        let reply: SearchCommand.Reply
+        var contexts: [[String]] = []
+        do {
+            reply = try await bus.request(SearchCommand.self, .init(words: words.joined(separator: " "), limit: limit, session: session), timeout: .seconds(5))
+            if context > 0 {
+                for hit in reply.hits {
+                    let around = try await bus.request(
+                        AroundCommand.self, .init(position: hit.position, count: context, session: hit.entry.session), timeout: .seconds(5))
+                    contexts.append(SearchResults.context(around))
+                }
+            }
+            await bus.close()
+        } catch {
+            await bus.close()
+            throw commandError(error)
+        }
         if json {
             try printJSON(reply)
+        } else if context > 0 {
+            // As grep -C does: the groups apart by a line of their own.
+            if !contexts.isEmpty { print(contexts.map { $0.joined(separator: "\n") }.joined(separator: "\n--\n")) }
+            if reply.nextBefore != nil { print("(more: --limit \(min(SearchCommand.pageLimit, limit * 2)) shows more)") }
         } else {
             let highlight = isatty(STDOUT_FILENO) != 0
             for hit in reply.hits { print(SearchResults.line(hit, highlight: highlight)) }

@@ -17,6 +17,8 @@ enum PageMessage {
         var decision: String?
         /// With `send`: the images sent with the message.
         var attachments: [Attachment]?
+        /// With `around`: the stored message's place (a search hit's `position`); `session` is its session.
+        var position: Int?
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
@@ -51,6 +53,8 @@ public struct WebBridge: Sendable {
     public static let frontEnd = "tether-web"
     /// How many stored entries a page starts with.
     public static let firstFrameEntries = 200
+    /// How many messages before and after a search hit show it in its conversation.
+    static let hitContext = 5
 
     private let bus: any Bus
 
@@ -120,6 +124,25 @@ public struct WebBridge: Sendable {
             fields["type"] = "command"
             fields["id"] = id
             return PageMessage.answer(fields)
+        case "around":
+            guard let id = request.id, let position = request.position else {
+                return PageMessage.answer(["type": "problem", "message": "showing a message in its conversation needs an id and its position"])
+            }
+            do {
+                let reply =
+                    try await bus.request(
+                        AroundCommand.self, .init(position: position, count: Self.hitContext, session: request.session), timeout: .seconds(5), attempts: 2)
+                    as AroundCommand.Reply
+                var fields: [String: Any] = [
+                    "type": "command", "id": id, "handled": true,
+                    "title": "The message found in its conversation" + (reply.focus == nil ? " (the message itself is no longer stored)" : ""),
+                    "lines": reply.lines { (date: Date) in date.formatted(.iso8601) },
+                ]
+                if let focus = reply.focus { fields["focus"] = focus }
+                return PageMessage.answer(fields)
+            } catch {
+                return PageMessage.answer(["type": "command", "id": id, "handled": true, "words": error.refusal ?? "\(error)"])
+            }
         case "reconnect":
             _ = try? await bus.request(
                 ConnectionCommand.self, .init(action: .reconnect, reason: "asked for on the web page"), timeout: .seconds(2), attempts: 2)
@@ -184,7 +207,15 @@ public struct WebBridge: Sendable {
             case .search(let words):
                 let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 20), timeout: .seconds(5), attempts: 2)
                 guard !reply.hits.isEmpty else { return ["handled": true, "words": "no stored message holds \(words)"] }
-                return ["handled": true, "title": "Found in the stored conversation, newest first", "lines": reply.hits.map(\.plainLine)]
+                return [
+                    "handled": true, "title": "Found in the stored conversation, newest first (choose one to see it in its conversation)",
+                    "lines": reply.hits.map(\.plainLine),
+                    "hits": reply.hits.map { hit -> [String: Any] in
+                        var place: [String: Any] = ["position": hit.position]
+                        if let session = hit.entry.session { place["session"] = session }
+                        return place
+                    },
+                ]
             }
         } catch {
             return ["handled": true, "words": error.refusal ?? "\(error)"]

@@ -511,12 +511,34 @@ function answered(message) {
   if (!message.lines) return;
   commandTitle.textContent = message.title || "";
   commandLines.textContent = "";
-  for (const line of message.lines) {
+  message.lines.forEach((line, index) => {
     const item = document.createElement("li");
-    item.textContent = line;
+    const place = message.hits && message.hits[index];
+    if (place && Number.isInteger(place.position)) {
+      // A search hit: a button that shows the message in its conversation.
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "hit";
+      button.textContent = line;
+      button.addEventListener("click", () => showAround(place));
+      item.append(button);
+    } else {
+      item.textContent = line;
+    }
+    if (index === message.focus) {
+      item.className = "focus";
+      item.setAttribute("aria-current", "true");
+    }
     commandLines.append(item);
-  }
+  });
   commandOutput.hidden = false;
+}
+
+/** Asks tether-web for a stored message with the messages around it; answered like a command. */
+function showAround(place) {
+  const fields = { id: crypto.randomUUID(), position: place.position };
+  if (typeof place.session === "string") fields.session = place.session;
+  transmit("around", fields);
 }
 
 /** The session's settings and usage (session.settings), in the status view. */
