@@ -154,9 +154,18 @@ public enum ModelsCommand: BusCommand {
 
     public struct Reply: Codable, Sendable {
         public var models: [ModelChoice]
+        /// The model of the session chatted in, `provider/model` (as `session.settings` says
+        /// it); nil when not known yet.
+        public var current: String?
 
-        public init(models: [ModelChoice]) {
+        public init(models: [ModelChoice], current: String? = nil) {
             self.models = models
+            self.current = current
+        }
+
+        /// A line a model, the session's marked `*`.
+        public var lines: [String] {
+            models.map { ($0.reference == current ? "* " : "  ") + $0.line }
         }
     }
 }

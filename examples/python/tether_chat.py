@@ -198,8 +198,12 @@ class Chat:
         return message_id, reply
 
     def show_entry(self, entry):
+        tool = entry.get("tool")
+        if tool:  # a tool call the bot made, not words of its own: shown again as it goes on
+            print(f"  [tool] {entry['content']} · {tool.get('state', '?')}", flush=True)
+            return
         sender = entry["sender"]
-        name = "you" if sender["type"] == "user" else sender.get("name") or self.bot
+        name = (entry.get("author") or "you") if sender["type"] == "user" else sender.get("name") or self.bot
         mark = "" if entry["status"] in ("received", "delivered") else f"  ({entry['status']})"
         print(f"{name}> {entry['content']}{mark}", flush=True)
 

@@ -192,10 +192,11 @@ actor ProtocolEngine {
         guard let list = try? answer?.decode(ModelsListResult.self) else {
             throw CommandError("the gateway's models.list answer could not be read", code: .failed)
         }
+        let current = try await driver.perform { $0.machine.sessionSettings.modelName }
         return ModelsCommand.Reply(
             models: list.models.map {
                 ModelChoice(id: $0.id, provider: $0.provider, name: $0.name, alias: $0.alias, contextWindow: $0.contextWindow, reasoning: $0.reasoning)
-            })
+            }, current: current)
     }
 
     /// The gateway's agents (`agents.list`).

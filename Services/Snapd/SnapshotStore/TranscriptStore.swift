@@ -223,7 +223,7 @@ public struct TranscriptStore: Sendable {
             case .bot(let name): ("bot", name)
             }
         let revision = entry.revision ?? 0
-        let tool = try entry.tool.map { try JSONEncoder().encode($0) }
+        let tool = try entry.tool.map { try BusSchema.encoder.encode($0) }
         guard let stored = try stored(entry.id, in: db) else {
             try db.execute(
                 sql: """
@@ -405,7 +405,7 @@ public struct TranscriptStore: Sendable {
             attachments: (row.hasColumn("attachments") ? row["attachments"] as String? : nil).flatMap {
                 try? BusSchema.decoder.decode([AttachmentNote].self, from: Data($0.utf8))
             },
-            tool: (row.hasColumn("tool") ? row["tool"] as Data? : nil).flatMap { try? JSONDecoder().decode(ToolCall.self, from: $0) },
+            tool: (row.hasColumn("tool") ? row["tool"] as Data? : nil).flatMap { try? BusSchema.decoder.decode(ToolCall.self, from: $0) },
             thinking: row.hasColumn("thinking") ? row["thinking"] : nil)
     }
 

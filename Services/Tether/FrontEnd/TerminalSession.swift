@@ -158,9 +158,7 @@ public final class TerminalSession: Sendable {
             switch command {
             case .listModels:
                 let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                let current = screen.withLock { $0.settings?.modelName }
-                let lines = reply.models.map { ($0.reference == current ? "* " : "  ") + $0.line }
-                show("The gateway's models (/model NAME chooses one; any key closes):", lines.isEmpty ? ["(the gateway lists no model)"] : lines)
+                show("The gateway's models (/model NAME chooses one; any key closes):", reply.models.isEmpty ? ["(the gateway lists no model)"] : reply.lines)
             case .listAgents:
                 let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
                 show("The gateway's agents (/agent ID chats in one's main session; any key closes):", AgentsCommand.lines(of: reply))

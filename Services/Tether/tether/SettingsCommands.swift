@@ -56,23 +56,12 @@ struct Models: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let bus = try openBus(options, remote)
-        let reply: ModelsCommand.Reply
-        let current: String?
-        do {
-            reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-            current = try await StatusReport.gather(bus: bus).settings?.modelName
-        } catch {
-            throw commandError(error)
-        }
-        await bus.close()
+        let reply = try await ask(ModelsCommand.self, .init(), options, remote, timeout: .seconds(16), attempts: 1)
         if json {
             try printJSON(reply)
             return
         }
-        for model in reply.models {
-            print(TerminalSafe.visible("\(model.reference == current ? "*" : " ") \(model.line)", newlines: false))
-        }
+        for line in reply.lines { print(TerminalSafe.visible(line, newlines: false)) }
         if reply.models.isEmpty { print("(the gateway lists no model)") }
     }
 }

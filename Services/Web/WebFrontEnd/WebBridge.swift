@@ -175,7 +175,7 @@ public struct WebBridge: Sendable {
                 ]
             case .listModels:
                 let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                return ["handled": true, "title": "The gateway's models (/model NAME chooses one)", "lines": reply.models.map(\.line)]
+                return ["handled": true, "title": "The gateway's models (/model NAME chooses one)", "lines": reply.lines]
             case .listAgents:
                 let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
                 return ["handled": true, "title": "The gateway's agents (/agent ID chats in one's main session)", "lines": AgentsCommand.lines(of: reply)]

@@ -225,9 +225,7 @@ function render() {
   const wanted = [];
   for (const entry of entries.values()) wanted.push([entry, false]);
   for (const progress of streams.values()) {
-    if (!entries.has(progress.id.value)) {
-      wanted.push([{ id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo, session: progress.session }, true]);
-    }
+    if (!entries.has(progress.id.value)) wanted.push([streamEntry(progress), true]);
   }
   const ids = new Set(wanted.map(([entry]) => entry.id.value));
   for (const [id, view] of shown) if (!ids.has(id)) { view.li.remove(); shown.delete(id); }
@@ -250,6 +248,11 @@ function render() {
     else list.insertBefore(view.li, cursor);
     if (drawn && !streaming) announce(entry);
   }
+}
+
+/** A reply still streaming, as an entry of the list. */
+function streamEntry(progress) {
+  return { id: progress.id, sender: { type: "bot" }, content: progress.content, inReplyTo: progress.inReplyTo, session: progress.session };
 }
 
 /** An item's nodes; its words are set in place by `update`. */
@@ -572,7 +575,11 @@ function applyBus(topic, body, replay) {
     case "conv.stream": {
       if (entries.has(body.id.value) || !isShown(body.session)) break;
       const followed = follow(streams.get(body.id.value), body);
-      if (followed) { streams.set(body.id.value, followed); render(); }
+      if (!followed) break;
+      streams.set(body.id.value, followed);
+      // A reply already shown grows in place: nothing else on the page changes with a chunk.
+      const view = shown.get(body.id.value);
+      if (view) update(view, streamEntry(followed), true); else render();
       break;
     }
     case "conn.state":
