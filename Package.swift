@@ -212,7 +212,7 @@ let package = Package(
                     .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
-                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js")],
+                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js"), .copy("Resources/markdown.js")],
                 swiftSettings: swiftSettings
             ),
             .executableTarget(

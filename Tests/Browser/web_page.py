@@ -148,6 +148,111 @@ def check_send_delivered_and_reply_grows(driver):
     return f"delivered mark; the reply grew in place through {len(lengths)} lengths"
 
 
+MARKDOWN_REPLY = "\n".join([
+    "Here is the plan:", "", "# Plan", "", "Some **bold**, *emphasis*, `code` and [the docs](https://example.com/docs).", "",
+    "- first", "- second", "  - nested", "", "1. one", "2. two", "",
+    "| name | size |", "|:-----|-----:|", "| a | 1 |", "| b | 22 |", "",
+    "```python", "print('<b>hi</b>')", "```", "", "> quoted",
+])
+MARKDOWN_ATTACKS = "\n".join([
+    "<script>window.pwned = 1</script> <img src=x onerror=\"window.pwned = 2\"> <b>bold?</b> <iframe src=\"https://example.com\"></iframe>",
+    "[click](javascript:window.pwned=3) [also](JaVaScRiPt:window.pwned=4) [data](data:text/html,<script>1</script>) [rel](/s/other)",
+    "![image](https://example.com/x.png) <a href=\"javascript:window.pwned=5\">raw</a> <https://example.com/auto>",
+    "**__*nested _tricks*__** ***a*** [[inner](javascript:1)](https://example.com/outer) &lt;b&gt; &#106;avascript:1",
+])
+
+
+def send_lines(driver, text):
+    """Sends a message of several lines: the composer takes Shift-Enter between them."""
+    box = driver.find_element(By.ID, "message")
+    box.clear()
+    for number, line in enumerate(text.split("\n")):
+        if number:
+            box.send_keys(Keys.SHIFT, Keys.ENTER)
+        box.send_keys(line)
+    box.send_keys(Keys.ENTER)
+
+
+def reply_item(driver, words):
+    """The bot's reply whose text holds `words`, once it is whole (no longer streaming)."""
+    return wait(lambda: [item for item in driver.find_elements(By.CSS_SELECTOR, "#conversation li.bot")
+                         if words in item.text and not item.find_elements(By.CSS_SELECTOR, ".streaming")], 30, repr(words))[0]
+
+
+def check_a_reply_in_markdown_is_drawn_and_nothing_in_it_runs(driver):
+    """A bot's reply is drawn as Markdown: a heading, emphasis, code, a link that opens apart,
+    lists, an aligned table, a code block with a copy button, a quote. HTML, javascript: and
+    data: links, images and nesting tricks in a reply stay text: nothing runs, nothing loads."""
+    driver.get(BASE)
+    live(driver)
+    send_lines(driver, MARKDOWN_REPLY)
+    item = reply_item(driver, "quoted")
+    markdown = item.find_element(By.CSS_SELECTOR, ".text.markdown")
+    assert markdown.find_element(By.CSS_SELECTOR, "h3").text == "Plan", item.get_attribute("innerHTML")
+    assert [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "strong, em, .paragraph > code")] == ["bold", "emphasis", "code"]
+    link = markdown.find_element(By.CSS_SELECTOR, "a")
+    assert (link.get_attribute("href"), link.get_attribute("rel"), link.get_attribute("target"), link.text) == (
+        "https://example.com/docs", "noopener noreferrer", "_blank", "the docs"), link.get_attribute("outerHTML")
+    assert [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "ul > li")][:2] == ["first", "second\nnested"]
+    assert markdown.find_element(By.CSS_SELECTOR, "ul ul > li").text == "nested"
+    assert [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "ol > li")] == ["one", "two"]
+    assert [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "th")] == ["name", "size"]
+    assert [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "td")] == ["a", "1", "b", "22"]
+    assert markdown.find_element(By.CSS_SELECTOR, "td:nth-child(2)").value_of_css_property("text-align") == "right"
+    code = markdown.find_element(By.CSS_SELECTOR, "div.code pre code")
+    assert code.text == "print('<b>hi</b>')" and code.get_attribute("class") == "language-python", code.get_attribute("outerHTML")
+    assert markdown.find_element(By.CSS_SELECTOR, "blockquote").text == "quoted"
+    copy = markdown.find_element(By.CSS_SELECTOR, "div.code button.copy")
+    assert copy.get_attribute("aria-label") == "Copy the python code"
+    copy.click()
+    copied = wait(lambda: copy.text if copy.text != "Copy" else None, 5, "the copy button's answer")
+    assert copied in ("Copied", "Selected: press Ctrl-C"), copied
+
+    send_lines(driver, MARKDOWN_ATTACKS)
+    item = reply_item(driver, "tricks")
+    markdown = item.find_element(By.CSS_SELECTOR, ".text.markdown")
+    assert driver.execute_script("return window.pwned") is None, "something in the reply ran"
+    assert not markdown.find_elements(By.CSS_SELECTOR, "script, img, iframe, b, object, embed, svg"), markdown.get_attribute("innerHTML")
+    hrefs = [node.get_attribute("href") for node in markdown.find_elements(By.CSS_SELECTOR, "a")]
+    assert hrefs and all(href.startswith("https://") for href in hrefs), hrefs
+    assert "https://example.com/x.png" in hrefs and "https://example.com/auto" in hrefs, hrefs
+    text = item.text
+    for shown in ["<script>window.pwned = 1</script>", "<b>bold?</b>", "<a href=\"javascript:window.pwned=5\">raw</a>", "&lt;b&gt;", "image: image"]:
+        assert shown in text, f"{shown!r} not shown as text: {text!r}"
+    for link_words in ["click", "also", "data", "rel"]:
+        assert link_words in text and link_words not in [node.text for node in markdown.find_elements(By.CSS_SELECTOR, "a")], link_words
+    # Garbled and hostile Markdown rendered in the page itself: nothing that runs or loads, no
+    # link but http(s) and mailto, and no input that takes long (the slowest is reported).
+    fuzz = driver.execute_script("""
+        let seed = 7;
+        const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+        const pieces = ['*', '**', '_', '__', '~~', '`', '```', '[', ']', '(', ')', '![', '<', '>', '> ', '- ', '1. ', '| ', '|---', '#', '\\n',
+            '\\\\', 'javascript:alert(1)', 'https://example.com/', 'mailto:a@b.c', '<script>', '<img src=x onerror=alert(1)>', 'data:', 'a', ' ', 'word'];
+        const inputs = [];
+        for (let count = 0; count < 300; count++) {
+            let text = '';
+            const length = Math.floor(random() * 400);
+            for (let index = 0; index < length; index++) text += pieces[Math.floor(random() * pieces.length)];
+            inputs.push(text);
+        }
+        for (const unit of ['*a ', '_a ', '[a', '`a', '> ', '**a ', '~~a ', '[](', '<h', 'h']) inputs.push(unit.repeat(Math.floor(100000 / unit.length)));
+        inputs.push(Array.from({length: 200}, (_, depth) => '  '.repeat(depth) + '- item').join('\\n'));
+        let slowest = 0, problems = [];
+        for (const input of inputs) {
+            const start = performance.now();
+            const holder = document.createElement('div');
+            holder.append(TetherMarkdown.render(input));
+            slowest = Math.max(slowest, performance.now() - start);
+            if (holder.querySelector('script, img, iframe, object, embed, svg, style, link, form, input')) problems.push('an element: ' + input.slice(0, 80));
+            for (const a of holder.querySelectorAll('a')) if (!/^(https?:|mailto:)/.test(a.href) || a.rel !== 'noopener noreferrer') problems.push('a link: ' + a.href);
+        }
+        return [inputs.length, Math.round(slowest), problems.slice(0, 5), window.pwned === undefined];""")
+    count, slowest, problems, quiet = fuzz
+    assert not problems and quiet, problems
+    assert slowest < 5000, f"an input took {slowest} ms"
+    return f"heading, emphasis, link, lists, table, code ({copied}), quote; {len(hrefs)} links in the attacks, all https; {count} garbled inputs inert, the slowest {slowest} ms"
+
+
 def live(driver):
     """Waits until the page hears the bus through its WebSocket (the network comes only that way)."""
     wait(lambda: driver.find_element(By.ID, "status-network").get_attribute("textContent") != "unknown", 20, "the page live on the bus")
@@ -212,9 +317,12 @@ def check_keyboard_dark_scheme_and_zoom(driver):
     reached = [focused()]
     driver.switch_to.active_element.send_keys(Keys.TAB)
     reached.append(focused())
-    driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
-    driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
-    reached.append(focused())
+    # Back from the composer, past the links and buttons of the conversation, to the status.
+    for _ in range(60):
+        driver.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
+        reached.append(focused())
+        if reached[-1] == "summary:Status":
+            break
     for control in ("message", "button:Send", "summary:Status"):
         assert control in reached, f"{control} is not reached with Tab: {reached}"
     unlabelled = driver.execute_script("""
@@ -585,7 +693,8 @@ def check_an_approval_is_answered_on_the_page(driver):
     assert all("make deploy" in (button.get_attribute("aria-label") or "") for button in buttons), "the buttons do not say what they answer"
     wait(lambda: "make deploy" in text_of(driver, "approval-news"), 10, "the approval announced")
     buttons[0].click()
-    wait(lambda: any(text.endswith("Ran `make deploy` (allowed once): done.") for _, text in conversation(driver)), 30, "the reply after the approval")
+    wait(lambda: any(text.endswith("Ran make deploy (allowed once): done.") for _, text in conversation(driver)), 30, "the reply after the approval")
+    assert "make deploy" in [code.text for code in driver.find_elements(By.CSS_SELECTOR, "#conversation li.bot .markdown code")], "the reply's code span"
     wait(lambda: not region.is_displayed(), 10, "the approval gone from the page")
     news = text_of(driver, "approval-news")
     assert "allowed once" in news, news
@@ -697,7 +806,8 @@ CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, chec
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
           check_a_page_tether_web_refuses_says_so,
-          check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_keyboard_dark_scheme_and_zoom]
+          check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_a_reply_in_markdown_is_drawn_and_nothing_in_it_runs,
+          check_keyboard_dark_scheme_and_zoom]
 
 
 def main():

@@ -90,7 +90,7 @@ import WebFrontEnd
             return
         }
         #expect(words.contains("tether web"))
-        for file in ["recover.js", "app.js", "app.css", "icon.svg"] { #expect(judge(access.pagePath + "/" + file) == .allow) }
+        for file in ["recover.js", "app.js", "markdown.js", "app.css", "icon.svg"] { #expect(judge(access.pagePath + "/" + file) == .allow) }
         #expect(judge(access.pagePath + "/access") != .allow)
         #expect(judge("/app.js") != .allow, "not outside the page's path")
         let recovery = PageRenderer(pagePath: "/s/abc", pageKey: "k3y").recoveryPage(words: "<open> the URL")

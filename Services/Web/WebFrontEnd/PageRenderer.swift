@@ -135,6 +135,7 @@ public struct PageRenderer: Sendable {
             </form>
             </div>
             <script type="application/json" id="first-frame">\(json(frame))</script>
+            <script src="\(escape(pagePath))/markdown.js"></script>
             <script src="\(escape(pagePath))/app.js"></script>
             </body>
             </html>

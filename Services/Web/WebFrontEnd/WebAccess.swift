@@ -35,7 +35,7 @@ public struct WebAccess: Sendable {
     public let pageKey: String
 
     /// The files under the page's path served without the cookie: code and style, no secret.
-    public static let publicFiles = ["app.js", "app.css", "icon.svg", "recover.js"]
+    public static let publicFiles = ["app.js", "markdown.js", "app.css", "icon.svg", "recover.js"]
 
     /// The header a page sends its ``pageKey`` in, to `key` under the page's path.
     public static let pageKeyHeader = "X-Tether-Page-Key"

@@ -48,13 +48,14 @@ public enum WebServer {
     }
 
     /// The application: under the page's path (``WebAccess/pagePath``) the page with its first
-    /// frame, `app.js`, `app.css`, `icon.svg`, `access` and the WebSocket `ws`; `/` trades the token.
+    /// frame, `app.js`, `markdown.js`, `app.css`, `icon.svg`, `access` and the WebSocket `ws`; `/` trades the token.
     static func makeApplication(
         configuration: WebConfiguration, bus: any Bus, connection: LatestConnection, logger: Logger
     ) throws -> some ApplicationProtocol {
         let bridge = WebBridge(bus: bus)
         let pages = PagePresence(bus: bus)
         let script = try asset("app.js")
+        let markdown = try asset("markdown.js")
         let style = try asset("app.css")
         let icon = try asset("icon.svg")
         let recovery = try asset("recover.js")
@@ -77,6 +78,9 @@ public enum WebServer {
         }
         page.get("app.js") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: script)))
+        }
+        page.get("markdown.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: markdown)))
         }
         page.get("app.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: style)))

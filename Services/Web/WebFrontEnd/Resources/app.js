@@ -276,6 +276,17 @@ function makeView() {
 
 function setWords(node, words) { if (node.data !== words) node.data = words; }
 
+/**
+ * A whole reply's words drawn as Markdown (markdown.js) in place of its text, once. While it
+ * streams it grows as text, in place: a screen reader hears it once, and a long reply is not
+ * parsed again for every chunk.
+ */
+function showMarkdown(view, source) {
+  if (view.markdownShown === source) return;
+  view.text.replaceChildren(TetherMarkdown.render(source));
+  view.markdownShown = source;
+}
+
 const TOOL_STATES = { running: "running…", ok: "ok", error: "error", unfinished: "no result" };
 
 /** A tool call's line after its ⚙: `read README.md · ok · 0.3 s`. */
@@ -322,9 +333,17 @@ function update(view, entry, streaming) {
   if (entry.inReplyTo && view.li.dataset.replyTo !== entry.inReplyTo.value) view.li.dataset.replyTo = entry.inReplyTo.value;
   setWords(view.whoWords, (entry.session && shownSession && entry.session !== shownSession ? "[" + entry.session + "] " : "")
     + (tool ? "⚙" : mine ? "You:" : other ? entry.author + ":" : (entry.sender.name || botName) + ":"));
-  const textClass = "text" + (streaming ? " streaming" : "");
+  // A bot's reply, once whole, is Markdown; anything else is shown as the text it is.
+  const markdown = !tool && !mine && !other && !streaming;
+  const textClass = "text" + (markdown ? " markdown" : "") + (streaming ? " streaming" : "");
   if (view.text.className !== textClass) view.text.className = textClass;
-  setWords(view.textWords, tool ? toolWords(tool) : mine ? withAttachments(entry) : entry.content);
+  if (markdown) {
+    showMarkdown(view, entry.content);
+  } else {
+    view.markdownShown = null;
+    if (view.textWords.parentNode !== view.text) view.text.replaceChildren(view.textWords);
+    setWords(view.textWords, tool ? toolWords(tool) : mine ? withAttachments(entry) : entry.content);
+  }
   setDetails(view, "thinking", "Thinking", entry.thinking, true);
   setDetails(view, "output", "Output", tool ? tool.output : null, false);
   const status = entry.status || "sending";
