@@ -135,7 +135,7 @@ let package = Package(
         ),
         .target(
             name: "TetherService",
-            dependencies: ["CLinux", "TetherBus", "TetherSchema", .argumentParser, .logging, .serviceLifecycle],
+            dependencies: ["CLinux", "TetherBus", "TetherSchema", "TetherWire", .argumentParser, .logging, .serviceLifecycle],
             path: "Shared/TetherService",
             swiftSettings: swiftSettings
         ),

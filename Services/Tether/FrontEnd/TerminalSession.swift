@@ -152,38 +152,15 @@ public final class TerminalSession: Sendable {
         return true
     }
 
-    /// Carries out a command typed that needs protod: what it answers is shown, or why not.
+    /// Carries out a command typed that asks the set: what it answers is shown, or why not.
     private func carryOut(_ command: LocalCommand) async {
-        do {
-            switch command {
-            case .listModels:
-                let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                show("The gateway's models (/model NAME chooses one; any key closes):", reply.models.isEmpty ? ["(the gateway lists no model)"] : reply.lines)
-            case .listAgents:
-                let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                show("The gateway's agents (/agent ID chats in one's main session; any key closes):", AgentsCommand.lines(of: reply))
-            case .useAgent(let id):
-                let agents = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                guard agents.agents.contains(where: { $0.id == id }) else {
-                    return report("the gateway has no agent \(id): it has \(agents.agents.map(\.id).joined(separator: ", ")) (/agents lists them)")
-                }
-                let reply = try await bus.request(SessionUseCommand.self, .init(key: agents.mainSession(of: id)), timeout: .seconds(5), attempts: 2)
-                report(reply.detail)
-            case .setModel(let name):
-                let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), model: name), timeout: .seconds(20), attempts: 1)
-                report(reply.detail)
-            case .setThinking(let level):
-                let reply = try await bus.request(SessionSetCommand.self, .init(id: .random(), thinking: level), timeout: .seconds(20), attempts: 1)
-                report(reply.detail)
-            case .search(let words):
-                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 9), timeout: .seconds(5), attempts: 2)
-                screen.withLock { $0.showSearchHits(reply.hits, for: words, more: reply.nextBefore != nil) }
-                changed()
-            case .help, .status, .listSessions, .useSession, .restartSession:
-                break
-            }
-        } catch {
-            report(error.refusal ?? "\(error)")
+        switch await LocalCommandRunner.run(command, bus: bus) {
+        case .list(let title, let lines)?: show(title + " (any key closes):", lines)
+        case .words(let words)?: report(words)
+        case .found(let reply, let words)?:
+            screen.withLock { $0.showSearchHits(reply.hits, for: words, more: reply.nextBefore != nil) }
+            changed()
+        case nil: break
         }
     }
 

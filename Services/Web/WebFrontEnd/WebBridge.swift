@@ -1,6 +1,7 @@
 import Foundation
 public import TetherBus
 import TetherSchema
+import TetherService
 import TetherWire
 
 /// What the page and tether-web say to each other over the WebSocket (docs/WEB.md).
@@ -162,63 +163,38 @@ public struct WebBridge: Sendable {
         case .misused(let words): return ["handled": true, "words": words]
         case .local(let local): command = local
         }
-        do {
-            switch command {
-            case .help:
-                return ["handled": true, "title": "Tether handles these itself", "lines": SlashCommands.standard.help]
-            case .status:
-                return ["handled": true, "show": "status"]
-            case .restartSession(let line):
-                return [
-                    "handled": false, "text": line,
-                    "note": "\(line) sent: the gateway starts the session anew, its history empty, and answers in the conversation.",
-                ]
-            case .listModels:
-                let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                return ["handled": true, "title": "The gateway's models (/model NAME chooses one)", "lines": reply.lines]
-            case .listAgents:
-                let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                return ["handled": true, "title": "The gateway's agents (/agent ID chats in one's main session)", "lines": AgentsCommand.lines(of: reply)]
-            case .listSessions:
-                let reply = try await bus.request(SessionsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                return [
-                    "handled": true, "title": "The gateway's sessions (/session KEY chats in one)",
-                    "lines": reply.sessions.map { ($0.key == reply.current ? "* " : "  ") + $0.key + ($0.displayName.map { " (\($0))" } ?? "") },
-                ]
-            case .useSession(let key):
-                let reply = try await bus.request(SessionUseCommand.self, .init(key: key), timeout: .seconds(5), attempts: 2)
-                return ["handled": true, "words": reply.detail]
-            case .useAgent(let agent):
-                let agents = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
-                guard agents.agents.contains(where: { $0.id == agent }) else {
-                    return [
-                        "handled": true,
-                        "words": "the gateway has no agent \(agent): it has \(agents.agents.map(\.id).joined(separator: ", ")) (/agents lists them)",
-                    ]
-                }
-                let reply = try await bus.request(SessionUseCommand.self, .init(key: agents.mainSession(of: agent)), timeout: .seconds(5), attempts: 2)
-                return ["handled": true, "words": reply.detail]
-            case .setModel(let name):
-                let reply = try await bus.request(SessionSetCommand.self, .init(id: MessageID(id), model: name), timeout: .seconds(20), attempts: 1)
-                return ["handled": true, "words": reply.detail]
-            case .setThinking(let level):
-                let reply = try await bus.request(SessionSetCommand.self, .init(id: MessageID(id), thinking: level), timeout: .seconds(20), attempts: 1)
-                return ["handled": true, "words": reply.detail]
-            case .search(let words):
-                let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: 20), timeout: .seconds(5), attempts: 2)
-                guard !reply.hits.isEmpty else { return ["handled": true, "words": "no stored message holds \(words)"] }
-                return [
-                    "handled": true, "title": "Found in the stored conversation, newest first (choose one to see it in its conversation)",
-                    "lines": reply.hits.map(\.plainLine),
-                    "hits": reply.hits.map { hit -> [String: Any] in
-                        var place: [String: Any] = ["position": hit.position]
-                        if let session = hit.entry.session { place["session"] = session }
-                        return place
-                    },
-                ]
-            }
-        } catch {
-            return ["handled": true, "words": error.refusal ?? "\(error)"]
+        switch command {
+        case .help:
+            return ["handled": true, "title": "Tether handles these itself", "lines": SlashCommands.standard.help]
+        case .status:
+            return ["handled": true, "show": "status"]
+        case .restartSession(let line):
+            return [
+                "handled": false, "text": line,
+                "note": "\(line) sent: the gateway starts the session anew, its history empty, and answers in the conversation.",
+            ]
+        default:
+            break
+        }
+        switch await LocalCommandRunner.run(command, id: MessageID(id), bus: bus) {
+        case .list(let title, let lines)?:
+            return ["handled": true, "title": title, "lines": lines]
+        case .words(let words)?:
+            return ["handled": true, "words": words]
+        case .found(let reply, let words)?:
+            guard !reply.hits.isEmpty else { return ["handled": true, "words": "no stored message holds \(words)"] }
+            let more = reply.nextBefore == nil ? "" : "; the newest \(reply.hits.count): tether search lists more"
+            return [
+                "handled": true, "title": "Found in the stored conversation, newest first (choose one to see it in its conversation\(more))",
+                "lines": reply.hits.map(\.plainLine),
+                "hits": reply.hits.map { hit -> [String: Any] in
+                    var place: [String: Any] = ["position": hit.position]
+                    if let session = hit.entry.session { place["session"] = session }
+                    return place
+                },
+            ]
+        case nil:
+            return ["handled": true]
         }
     }
 
