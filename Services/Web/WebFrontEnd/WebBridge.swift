@@ -17,6 +17,17 @@ enum PageMessage {
         var decision: String?
         /// With `send`: the images sent with the message.
         var attachments: [Attachment]?
+        /// With `attention`: whether the person looks at the page (visible and focused).
+        var focused: Bool?
+    }
+
+    /// What an `attention` message says: whether the person looks at the page; nil for any
+    /// other message.
+    static func attention(in text: String) -> Bool? {
+        guard text.contains(#""attention""#), let request = try? JSONDecoder().decode(Request.self, from: Data(text.utf8)),
+            request.type == "attention"
+        else { return nil }
+        return request.focused ?? false
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
