@@ -1,5 +1,5 @@
-import Foundation
 import TetherSchema
+import TetherWire
 
 /// The words a notification shows: one line, short, with no control characters and no
 /// secret.
@@ -12,7 +12,7 @@ public enum NotificationText {
     public static func firstLine(of text: String, limit: Int = bodyLimit) -> String {
         let line =
             text.split(whereSeparator: \.isNewline).lazy
-            .map { withoutControls(String($0)).trimmingCharacters(in: .whitespaces) }
+            .map { withoutControls(String($0)).trimmingWhitespace() }
             .first { !$0.isEmpty } ?? ""
         return shortened(hidingSecrets(line), to: limit)
     }
@@ -20,7 +20,7 @@ public enum NotificationText {
     /// `text` cut to `limit` characters, the last of them `…`, when longer.
     public static func shortened(_ text: String, to limit: Int) -> String {
         guard text.count > limit, limit > 0 else { return text }
-        return text.prefix(limit - 1).trimmingCharacters(in: .whitespaces) + "…"
+        return text.prefix(limit - 1).trimmingWhitespace() + "…"
     }
 
     /// `text` with the value of every secret it shows hidden as `<redacted>`, as tether-tap
@@ -32,7 +32,7 @@ public enum NotificationText {
         var words: [String] = []
         var hideNext = false
         for word in text.split(separator: " ", omittingEmptySubsequences: false).map(String.init) {
-            let bare = word.trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+            let bare = withoutQuotes(word)
             let lowered = bare.lowercased()
             if hideNext, !word.isEmpty {
                 // `Authorization: Bearer VALUE`: the scheme stays, the value goes.
@@ -86,12 +86,19 @@ public enum NotificationText {
         return escaped
     }
 
+    /// `word` without the quotes around it (`'Authorization:` is `Authorization:`).
+    private static func withoutQuotes(_ word: String) -> String {
+        let quote: (Character) -> Bool = { $0 == "\"" || $0 == "'" }
+        guard let first = word.firstIndex(where: { !quote($0) }), let last = word.lastIndex(where: { !quote($0) }) else { return "" }
+        return String(word[first...last])
+    }
+
     private static func withoutControls(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
     }
 
     private static func hidingURLPassword(_ word: String) -> String {
-        guard let scheme = word.range(of: "://") else { return word }
+        guard let scheme = word.firstRange(of: "://") else { return word }
         let rest = word[scheme.upperBound...]
         let authority = rest.prefix { $0 != "/" }
         guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return word }
