@@ -65,6 +65,7 @@ let package = Package(
         .executable(name: "tether-web", targets: ["tether-web"]),
         .executable(name: "tether-gateway", targets: ["tether-gateway"]),
         .executable(name: "tether-compose", targets: ["tether-compose"]),
+        .executable(name: "tether-notify", targets: ["tether-notify"]),
         .library(name: "TetherSchema", targets: ["TetherSchema"]),
         .library(name: "TetherBus", targets: ["TetherBus"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
@@ -222,6 +223,19 @@ let package = Package(
                 swiftSettings: swiftSettings
             ),
         ]
+        + [
+            // libdbus from the system (Debian: libdbus-1-dev), for desktop notifications.
+            .systemLibrary(
+                name: "CDBus",
+                path: "Services/Notify/CDBus",
+                pkgConfig: "dbus-1",
+                providers: [.apt(["libdbus-1-dev"])]
+            )
+        ]
+        + program(
+            "tether-notify", library: "DesktopNotifier", folder: "Notify",
+            dependencies: ["CDBus", "TetherBus", "TetherSchema", "TetherService", "TetherWire", .logging, .serviceLifecycle]
+        )
         + program(
             "tether-tap", library: "BusTap", folder: "Tap",
             dependencies: ["TetherBus", "TetherSchema", "TetherService", .logging]
@@ -318,6 +332,12 @@ let package = Package(
                     .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Tests/WebFrontEndTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
+                name: "DesktopNotifierTests",
+                dependencies: ["DesktopNotifier", "TetherSchema", "TetherWire"],
+                path: "Tests/DesktopNotifierTests",
                 swiftSettings: swiftSettings
             ),
             .testTarget(

@@ -165,13 +165,36 @@ public struct FrontEndPresence: Codable, Hashable, Sendable {
     /// Seconds until this front end renews its presence; absent, every second (the front
     /// ends written before it could be said).
     public var renewalSeconds: Int?
+    /// Whether the user is looking at this front end; absent when it cannot tell (counted as
+    /// ``Attention/focused`` while it is attached).
+    public var attention: Attention?
 
-    public init(frontEnd: String, instance: String, pid: Int32, state: State, renewalSeconds: Int? = nil) {
+    /// Whether a person is looking at a front end, as far as it can tell.
+    public enum Attention: String, Codable, Sendable, CaseIterable {
+        /// The user looks at it: the terminal has the focus, the page is visible and focused.
+        case focused
+        /// It said the user looks elsewhere: the terminal lost the focus, the page is hidden
+        /// or another window has the focus.
+        case away
+        /// It shows nothing a person watches for replies (`tether send`, `tether watch`).
+        case unattended
+    }
+
+    public init(frontEnd: String, instance: String, pid: Int32, state: State, renewalSeconds: Int? = nil, attention: Attention? = nil) {
         self.frontEnd = frontEnd
         self.instance = instance
         self.pid = pid
         self.state = state
         self.renewalSeconds = renewalSeconds
+        self.attention = attention
+    }
+
+    /// Whether the user may be looking at this front end: it said so, or it cannot tell.
+    public var mayHaveAttention: Bool {
+        switch attention {
+        case .focused?, nil: true
+        case .away?, .unattended?: false
+        }
     }
 
     /// How often Tether's own front ends renew their presence: seldom, so that an idle

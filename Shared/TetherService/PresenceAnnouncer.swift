@@ -1,6 +1,7 @@
 import FoundationEssentials
+import Synchronization
 public import TetherBus
-import TetherSchema
+public import TetherSchema
 
 #if canImport(Glibc)
 import Glibc
@@ -20,11 +21,15 @@ public struct PresenceAnnouncer: Sendable {
     private let instance = UUID().uuidString.lowercased()
     /// How often the presence is published again.
     public let renewal: Duration
+    /// Whether the user looks at the front end, as it last said; nil while it cannot tell.
+    private let attention: AttentionBox
 
-    /// `renewal` defaults to ``FrontEndPresence/renewal``, or the seconds `TETHER_PRESENCE_RENEWAL` says.
-    public init(bus: any Bus, frontEnd: String, renewal: Duration? = nil) {
+    /// `renewal` defaults to ``FrontEndPresence/renewal``, or the seconds `TETHER_PRESENCE_RENEWAL` says;
+    /// `attention` is what the front end can tell of the user's attention as it starts (nil: nothing).
+    public init(bus: any Bus, frontEnd: String, renewal: Duration? = nil, attention: FrontEndPresence.Attention? = nil) {
         self.bus = bus
         self.frontEnd = frontEnd
+        self.attention = AttentionBox(attention)
         let configured = ProcessInfo.processInfo.environment[Self.renewalVariable].flatMap(Int.init).map { Duration.seconds($0) }
         self.renewal = renewal ?? configured ?? FrontEndPresence.renewal
     }
@@ -50,6 +55,16 @@ public struct PresenceAnnouncer: Sendable {
         }
     }
 
+    /// Says at once that the user's attention changed (the terminal's focus, the page's
+    /// visibility); nothing when it is what was said last.
+    public func setAttention(_ now: FrontEndPresence.Attention?) {
+        let changed = attention.said.withLock { attention in
+            defer { attention = now }
+            return attention != now
+        }
+        if changed { announce(.active) }
+    }
+
     /// Says the front end is leaving; connd starts its grace period at once.
     public func leave() {
         announce(.leaving)
@@ -58,6 +73,17 @@ public struct PresenceAnnouncer: Sendable {
     private func announce(_ state: FrontEndPresence.State) {
         let seconds = Int(renewal.components.seconds)
         try? bus.publish(
-            FrontEndPresence(frontEnd: frontEnd, instance: instance, pid: getpid(), state: state, renewalSeconds: seconds), on: .frontEndPresence)
+            FrontEndPresence(
+                frontEnd: frontEnd, instance: instance, pid: getpid(), state: state, renewalSeconds: seconds, attention: attention.said.withLock { $0 }),
+            on: .frontEndPresence)
+    }
+}
+
+/// The attention a front end said last, shared by the copies of its announcer.
+private final class AttentionBox: Sendable {
+    let said: Mutex<FrontEndPresence.Attention?>
+
+    init(_ attention: FrontEndPresence.Attention?) {
+        said = Mutex(attention)
     }
 }

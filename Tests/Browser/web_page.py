@@ -258,6 +258,32 @@ def live(driver):
     wait(lambda: driver.find_element(By.ID, "status-network").get_attribute("textContent") != "unknown", 20, "the page live on the bus")
 
 
+def web_attention():
+    """The attention tether-web's presence says, as `tether status --json` lists it."""
+    tether = os.path.join(os.path.dirname(os.readlink(f"/proc/{pid('web')}/exe")), "tether")
+    status = subprocess.run([tether, "status", "--json", "--run-dir", RUN], capture_output=True, text=True, timeout=20)
+    return [front.get("attention") for front in json.loads(status.stdout).get("frontEnds", []) if front["frontEnd"] == "tether-web"]
+
+
+def check_the_page_says_whether_it_is_looked_at(driver):
+    """The page tells tether-web whether the person looks at it (visible and focused), and
+    tether-web's presence says so on the bus, where tether-notify reads it. A browser says
+    hidden of a tab in the background or a minimized window; the one headless window here is
+    neither, so the page is told it is hidden as the browser tells it (visibilityState and
+    its event)."""
+    driver.get(BASE)
+    live(driver)
+    looked = "focused" if driver.execute_script("return document.visibilityState === 'visible' && document.hasFocus()") else "away"
+    wait(lambda: web_attention() == [looked], 10, f"tether-web's attention {looked}")
+    driver.execute_script(
+        "Object.defineProperty(document, 'visibilityState', {value: 'hidden', configurable: true});"
+        "document.dispatchEvent(new Event('visibilitychange'))")
+    wait(lambda: web_attention() == ["away"], 10, "tether-web's attention away once the page is hidden")
+    driver.execute_script("delete document.visibilityState; document.dispatchEvent(new Event('visibilitychange'))")
+    wait(lambda: web_attention() == [looked], 10, f"tether-web's attention {looked} again")
+    return f"{looked}, away while hidden, {looked} again"
+
+
 def check_banner_through_a_gateway_restart(driver):
     driver.get(BASE)
     live(driver)
@@ -802,7 +828,8 @@ def check_slash_commands_change_and_show_the_settings(driver):
     return f"model {model()!r}, usage {usage()!r}; the hit in its conversation: {len(lines)} lines"
 
 
-CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_send_delivered_and_reply_grows,
+CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_the_page_says_whether_it_is_looked_at,
+          check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
           check_a_page_tether_web_refuses_says_so,

@@ -7,14 +7,17 @@ import TetherTesting
 @Suite struct ComposeFileTests {
     @Test func defaultComposeFileLoads() throws {
         let file = try ComposeFile.load(path: Programs.packageRoot + "/compose/default.yaml")
-        #expect(file.programs.map(\.name) == ["bus", "gateway", "netmon", "snapd", "protod", "connd"])
-        let connd = try #require(file.programs.last)
+        #expect(file.programs.map(\.name) == ["bus", "gateway", "netmon", "snapd", "protod", "connd", "notify"])
+        let connd = try #require(file.programs.first { $0.name == "connd" })
         #expect(connd.dependsOn == ["bus", "gateway"])
         #expect(connd.restart == .always)
         #expect(connd.ready == .topic("conn.state"))
         #expect(connd.restartLimit == RestartBudget(limit: 10, window: 60))
         #expect(file.programs[0].ready == .heartbeat)
         #expect(file.programs[1].ready == .tcp("127.0.0.1:${TETHER_GATEWAY_PORT}"))
+        let notify = try #require(file.programs.last)
+        #expect(notify.command == ["tether-notify", "--notifications", "${TETHER_NOTIFICATIONS}"] && notify.dependsOn == ["bus"])
+        #expect(notify.ready == .heartbeat)
     }
 
     @Test func everyComposeFileLoads() throws {

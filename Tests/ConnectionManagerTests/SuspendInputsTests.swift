@@ -22,6 +22,14 @@ import TetherSchema
         #expect(tracker.observe(presence("c", .leaving), at: start + .seconds(1)) == [], "an unknown front end leaving changes nothing")
     }
 
+    @Test func aChangeOfAttentionIsPublishedAndIsNoArrival() {
+        var tracker = FrontEndTracker(idleSuspendAfter: .seconds(30))
+        _ = tracker.observe(presence("a"), at: start)
+        let away = FrontEndPresence(frontEnd: "tether", instance: "a", pid: 1, state: .active, attention: .away)
+        #expect(tracker.observe(away, at: start + .seconds(1)) == [.attachedChanged([away])], "tether-notify follows attention on frontend.attached")
+        #expect(tracker.observe(away, at: start + .seconds(2)) == [], "the same attention renewed changes nothing")
+    }
+
     @Test func aPresenceThatLapsesCountsAsLeaving() {
         var tracker = FrontEndTracker(idleSuspendAfter: .seconds(1))
         _ = tracker.observe(presence("a"), at: start)

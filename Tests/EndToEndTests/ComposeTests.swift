@@ -43,7 +43,7 @@ import Glibc
         let json = try set.compose(["ps", "--json"])
         let answered = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
         let programs = answered?["programs"] as? [[String: Any]] ?? []
-        #expect(programs.map { $0["name"] as? String } == ["bus", "gateway", "netmon", "snapd", "protod", "connd"], "\(json.standardOutput)")
+        #expect(programs.map { $0["name"] as? String } == ["bus", "gateway", "netmon", "snapd", "protod", "connd", "notify"], "\(json.standardOutput)")
         #expect(programs.first?["pid"] as? Int == set.pid(of: "bus").map(Int.init))
         let send = try set.tether(["send", "after", "restarts"])
         #expect(send.standardOutput == "You said: after restarts\n", "\(send.standardError)")

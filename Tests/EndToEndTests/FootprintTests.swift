@@ -4,12 +4,12 @@ import TetherBus
 import TetherSchema
 import TetherTesting
 
-/// The bus, the network monitor and the connection manager run on FoundationEssentials
+/// The bus, the network monitor, the connection manager and tether-notify run on FoundationEssentials
 /// alone: the full Foundation, its ICU data and FoundationInternationalization (about 8 MB
 /// resident a program) are not loaded. One `import Foundation` in a module they link would
 /// bring them back.
 @Suite struct FootprintTests {
-    @Test(arguments: ["tether-bus", "tether-netmon", "tether-connd"])
+    @Test(arguments: ["tether-bus", "tether-netmon", "tether-connd", "tether-notify"])
     func theSmallProgramsDoNotLoadTheFullFoundation(program: String) async throws {
         let run = try TestRunDirectory()
         let bus = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path)

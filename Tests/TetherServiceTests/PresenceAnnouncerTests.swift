@@ -28,4 +28,20 @@ import TetherTesting
         }
         #expect(said.last == .leaving, "\(said)")
     }
+
+    @Test func aChangeOfAttentionIsSaidAtOnceAndOnlyOnce() async throws {
+        let bus = InMemoryBus()
+        var presences = try await bus.client("connd").subscribe(to: [Topic.frontEndPresence.name]).makeAsyncIterator()
+        let announcer = PresenceAnnouncer(bus: bus.client("front-end"), frontEnd: "tether send", renewal: .seconds(3600), attention: .unattended)
+        announcer.setAttention(.unattended)
+        announcer.setAttention(.away)
+        announcer.setAttention(.away)
+        announcer.setAttention(.focused)
+        announcer.leave()
+        var said: [FrontEndPresence.Attention?] = []
+        while said.count < 3, let next = await presences.next() {
+            said.append(try next.decode(FrontEndPresence.self).attention)
+        }
+        #expect(said == [.away, .focused, .focused], "a change is published without waiting for the renewal; the same attention again is not")
+    }
 }

@@ -109,7 +109,8 @@ struct FrontEndTracker {
 
     private mutating func changed(from before: [FrontEndPresence], at now: ContinuousClock.Instant) -> [Action] {
         let after = attached
-        guard after.map(\.instance) != before.map(\.instance) else { return [] }
+        // A front end's attention changing is a change of the list too (tether-notify follows it).
+        guard after.map(\.instance) != before.map(\.instance) || after.map(\.attention) != before.map(\.attention) else { return [] }
         var actions: [Action] = [.attachedChanged(after)]
         switch (before.count, after.count) {
         case (0, 1...):

@@ -1,4 +1,5 @@
 public import Foundation
+import TetherSchema
 
 /// Hides secrets in message bodies before the tap shows or records them: the value of every
 /// field whose name says it holds one (token, secret, password, authorization, api key,
@@ -8,7 +9,7 @@ public import Foundation
 /// No Tether program publishes a secret; this guards against one that would.
 public enum SecretRedactor {
     /// What a hidden value is shown as.
-    public static let mask = "<redacted>"
+    public static let mask = SecretNames.mask
 
     /// `body` with its secrets hidden; the same bytes when it holds none or is not JSON.
     public static func redact(_ body: Data) -> Data {
@@ -20,11 +21,9 @@ public enum SecretRedactor {
         return data
     }
 
-    /// Whether a field of this name holds a secret.
+    /// Whether a field of this name holds a secret (``SecretNames/isSecret(fieldName:)``).
     public static func isSecret(fieldName: String) -> Bool {
-        let name = fieldName.lowercased().filter { $0.isLetter }
-        return ["token", "secret", "password", "passphrase", "authorization", "apikey", "privatekey", "credential"]
-            .contains { name.contains($0) }
+        SecretNames.isSecret(fieldName: fieldName)
     }
 
     /// Whether a field counts tokens of a model's context (`totalTokens: 1540`): a number

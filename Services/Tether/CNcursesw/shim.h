@@ -38,7 +38,18 @@ enum {
     TETHER_KEY_BACKSPACE = KEY_BACKSPACE,
     TETHER_KEY_DELETE = KEY_DC,
     TETHER_KEY_ENTER = KEY_ENTER,
+    /// The terminal gained the focus (it sends CSI I once focus reporting is on).
+    TETHER_KEY_FOCUS_IN = KEY_MAX + 1,
+    /// The terminal lost the focus (CSI O).
+    TETHER_KEY_FOCUS_OUT = KEY_MAX + 2,
 };
+
+/// Asks the terminal to report its focus (CSI ?1004h), or to stop (CSI ?1004l); a terminal
+/// that does not know the mode ignores it.
+static inline void tether_tui_report_focus(int on) {
+    fputs(on ? "\033[?1004h" : "\033[?1004l", stdout);
+    fflush(stdout);
+}
 
 /// Takes the terminal: UTF-8 from the locale, raw keys (Ctrl-C and Ctrl-Z arrive as keys),
 /// no echo, function keys decoded, and a key read that waits at most `wait_ms` (0: never;
@@ -50,6 +61,9 @@ static inline void tether_tui_start(int wait_ms) {
     noecho();
     nonl();
     keypad(stdscr, TRUE);
+    define_key("\033[I", TETHER_KEY_FOCUS_IN);
+    define_key("\033[O", TETHER_KEY_FOCUS_OUT);
+    tether_tui_report_focus(1);
     set_escdelay(25);
     timeout(wait_ms);
     if (has_colors()) {
@@ -121,10 +135,16 @@ static inline void tether_tui_wait(int wake, int timeout_ms) {
 }
 
 /// Gives the terminal back as it was.
-static inline void tether_tui_stop(void) { endwin(); }
+static inline void tether_tui_stop(void) {
+    tether_tui_report_focus(0);
+    endwin();
+}
 
 /// Takes the terminal again after `tether_tui_stop` (after the process was stopped and continued).
-static inline void tether_tui_resume(void) { refresh(); }
+static inline void tether_tui_resume(void) {
+    tether_tui_report_focus(1);
+    refresh();
+}
 
 /// Whether a shell with job control started the process: its parent is in the same session
 /// but in another process group, so a stopped job comes back with `fg`. Started by a

@@ -22,7 +22,7 @@ public struct ConversationPrinter: Service {
 
     public func run() async throws {
         let conversation = Conversation(bus: bus)
-        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether watch")
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether watch", attention: .unattended)
         // Subscribe first, then read the snapshot: nothing falls between the two.
         let events = try await bus.subscribe(to: ["conv.", Topic.approvals.name], confirm: true)
         let frame = try await conversation.firstFrame(frontEnd: "tether watch", limit: history)

@@ -147,7 +147,8 @@ public struct StatusReport: Sendable, Codable {
         switch frontEnds {
         case nil: lines.append("front ends: unknown (tether-connd is not running)")
         case let frontEnds? where frontEnds.isEmpty: lines.append("front ends: none attached")
-        case let frontEnds?: lines.append("front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid))" }.joined(separator: ", "))
+        case let frontEnds?:
+            lines.append("front ends: " + frontEnds.map { "\($0.frontEnd) (pid \($0.pid)\(Self.words($0.attention)))" }.joined(separator: ", "))
         }
         for beat in programs {
             guard let dropped = beat.droppedByKind, !dropped.isEmpty else { continue }
@@ -180,5 +181,16 @@ private final class Arrivals: Sendable {
     /// True once every one of `needed` came and nothing new has come for `quiet`.
     func settled(having needed: Set<Source>, quiet: Duration) -> Bool {
         state.withLock { needed.isSubset(of: $0.seen) && $0.last.duration(to: .now) >= quiet }
+    }
+}
+
+extension StatusReport {
+    /// What `tether status` says of a front end's attention: only what it reported of the user.
+    fileprivate static func words(_ attention: FrontEndPresence.Attention?) -> String {
+        switch attention {
+        case .focused?: ", looked at"
+        case .away?: ", not looked at"
+        case .unattended?, nil: ""
+        }
     }
 }

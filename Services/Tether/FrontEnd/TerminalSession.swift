@@ -21,6 +21,8 @@ public final class TerminalSession: Sendable {
     private let post: AsyncStream<TerminalEvent>.Continuation
     /// Signalled by the async side when a suspend is saved and done, so the UI thread can stop the process.
     private let suspendDone = DispatchSemaphore(value: 0)
+    /// Announces the session on the bus, with the terminal's focus once it reported one.
+    private let presence: PresenceAnnouncer
 
     /// What the terminal thread hands to the async side.
     enum TerminalEvent: Sendable {
@@ -39,6 +41,8 @@ public final class TerminalSession: Sendable {
         screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0))
         (actions, post) = AsyncStream.makeStream()
         wake = tether_tui_wake_descriptor()
+        // Until the terminal reports its focus, it cannot tell: counted as looked at.
+        presence = PresenceAnnouncer(bus: bus, frontEnd: Self.frontEndName)
     }
 
     deinit {
@@ -53,12 +57,11 @@ public final class TerminalSession: Sendable {
 
     /// Runs the UI until the user quits; `events` is the bus subscription it draws from.
     public func run(events: BusSubscription) async {
-        let presence = PresenceAnnouncer(bus: bus, frontEnd: Self.frontEndName)
         let terminal = Thread { [self] in self.terminalLoop() }
         terminal.name = "terminal"
         terminal.start()
         await withDiscardingTaskGroup { group in
-            group.addTask { await presence.run() }
+            group.addTask { await self.presence.run() }
             group.addTask {
                 for await message in events {
                     let (changed, wanted) = self.screen.withLock { ($0.apply(message, at: .now), $0.wantedSession) }
@@ -140,10 +143,14 @@ public final class TerminalSession: Sendable {
             }
         case .action(.suspend, let display):
             // Save the screen, close the connection gracefully, then stop: coming back shows it as it was.
+            // Stopped, the session shows nothing to anyone.
+            presence.setAttention(.away)
             await save(display)
             await connection(.suspend)
             suspendDone.signal()
         case .continued:
+            // Its terminal's focus is not known again until the terminal reports it.
+            presence.setAttention(nil)
             await connection(.resume)
         case .action(.quit, let display):
             await save(display)
@@ -227,6 +234,10 @@ public final class TerminalSession: Sendable {
                 if wake >= 0 { tether_tui_wait(wake, Self.milliseconds(until: nextChange)) }
                 continue
             }
+            if let attention = Self.attention(code, function: function != 0) {
+                presence.setAttention(attention)
+                continue
+            }
             guard let key = Self.key(code, function: function != 0) else { continue }
             let (action, display) = screen.withLock { screen in
                 let action = screen.handle(key, at: .now)
@@ -303,6 +314,17 @@ public final class TerminalSession: Sendable {
             case .title: TETHER_STYLE_TITLE
             }
         return Int32(value)
+    }
+
+    /// The attention a code from the terminal reports: its focus gained or lost (focus
+    /// reporting, CSI ?1004h, asked for as the terminal is taken); nil for a key.
+    static func attention(_ code: Int32, function: Bool) -> FrontEndPresence.Attention? {
+        guard function else { return nil }
+        switch Int(code) {
+        case TETHER_KEY_FOCUS_IN: return .focused
+        case TETHER_KEY_FOCUS_OUT: return .away
+        default: return nil
+        }
     }
 
     /// The key a code from the terminal stands for.

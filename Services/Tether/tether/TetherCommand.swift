@@ -190,7 +190,7 @@ struct Send: AsyncParsableCommand {
         let request = SendMessageCommand.Request(
             id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry, attachments: images.isEmpty ? nil : images)
         // A front end while it runs: a connection suspended because none was attached resumes.
-        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send")
+        let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send", attention: .unattended)
         let announcing = Task { await presence.run() }
         defer { announcing.cancel() }
         do {

@@ -20,6 +20,17 @@ enum PageMessage {
         var attachments: [Attachment]?
         /// With `around`: the stored message's place (a search hit's `position`); `session` is its session.
         var position: Int?
+        /// With `attention`: whether the person looks at the page (visible and focused).
+        var focused: Bool?
+    }
+
+    /// What an `attention` message says: whether the person looks at the page; nil for any
+    /// other message.
+    static func attention(in text: String) -> Bool? {
+        guard text.contains(#""attention""#), let request = try? JSONDecoder().decode(Request.self, from: Data(text.utf8)),
+            request.type == "attention"
+        else { return nil }
+        return request.focused ?? false
     }
 
     /// The bus messages the page follows: the conversation, the connection, the network, the

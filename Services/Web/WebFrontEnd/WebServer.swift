@@ -95,8 +95,8 @@ public enum WebServer {
         // open, and shows the refusal's words instead of trying again for ever.
         page.get("access") { _, _ in Response(status: .noContent) }
         page.ws("ws") { inbound, outbound, context in
-            pages.opened()
-            defer { pages.closed() }
+            let page = pages.opened()
+            defer { pages.closed(page) }
             guard let subscription = try? await bus.subscribe(to: PageMessage.topics, confirm: true) else {
                 try await outbound.write(.text(PageMessage.answer(["type": "problem", "message": "the bus is not there: is the set running?"])))
                 return
@@ -109,6 +109,10 @@ public enum WebServer {
                 }
                 for try await message in inbound.messages(maxSize: limits.frameBytes) {
                     guard case .text(let text) = message else { continue }
+                    if let focused = PageMessage.attention(in: text) {
+                        pages.attention(of: page, focused: focused)
+                        continue
+                    }
                     if let answer = await bridge.answer(text) { try await outbound.write(.text(answer)) }
                 }
                 group.cancelAll()
@@ -202,32 +206,62 @@ extension HTTPField.Name {
     static var pageKey: Self { Self(WebAccess.pageKeyHeader)! }
 }
 
-/// tether-web is a front end while at least one page is open: its presence on the bus then.
+/// tether-web is a front end while at least one page is open: its presence on the bus then,
+/// with the person's attention: focused while any page is visible and focused, away once every
+/// page said it is not, not known while a page has not said.
 final class PagePresence: Sendable {
-    private let state: Mutex<(open: Int, announcing: Task<Void, Never>?)> = Mutex((0, nil))
+    private struct Pages {
+        /// Each open page's attention; nil until it said.
+        var attention: [Int: Bool?] = [:]
+        var next = 0
+        var announcing: Task<Void, Never>?
+
+        var combined: FrontEndPresence.Attention? {
+            if attention.values.contains(true) { return .focused }
+            if attention.values.contains(where: { $0 == nil }) { return nil }
+            return .away
+        }
+    }
+
+    private let state = Mutex(Pages())
     private let announcer: PresenceAnnouncer
 
     init(bus: any Bus) {
         announcer = PresenceAnnouncer(bus: bus, frontEnd: WebBridge.frontEnd)
     }
 
-    func opened() {
+    /// A page opened its WebSocket; returns its number.
+    func opened() -> Int {
         let announcer = self.announcer
-        state.withLock { state in
-            state.open += 1
-            if state.open == 1 { state.announcing = Task { await announcer.run() } }
+        return state.withLock { state in
+            state.next += 1
+            state.attention[state.next] = .some(nil)
+            if state.attention.count == 1 {
+                announcer.setAttention(nil)
+                state.announcing = Task { await announcer.run() }
+            }
+            return state.next
         }
     }
 
-    func closed() {
-        let leaving = state.withLock { state -> Bool in
-            state.open -= 1
-            guard state.open == 0 else { return false }
+    /// Page `page` said whether the person looks at it.
+    func attention(of page: Int, focused: Bool) {
+        let combined = state.withLock { state -> FrontEndPresence.Attention? in
+            if state.attention[page] != nil { state.attention[page] = focused }
+            return state.combined
+        }
+        announcer.setAttention(combined)
+    }
+
+    func closed(_ page: Int) {
+        let (leaving, combined) = state.withLock { state -> (Bool, FrontEndPresence.Attention?) in
+            state.attention[page] = nil
+            guard state.attention.isEmpty else { return (false, state.combined) }
             state.announcing?.cancel()
             state.announcing = nil
-            return true
+            return (true, nil)
         }
-        if leaving { announcer.leave() }
+        if leaving { announcer.leave() } else { announcer.setAttention(combined) }
     }
 }
 

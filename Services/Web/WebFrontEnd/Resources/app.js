@@ -700,6 +700,7 @@ function connect() {
     socketDelay = 500;
     if (!banner.hidden && banner.dataset.about === "tether-web") banner.hidden = true;
     transmit("snapshot", { session: shownSession });
+    reportAttention();
     // What was typed while tether-web could not be reached is saved now.
     saveDraftNow();
     for (const waiting of pending()) transmit("send", sendFields(waiting), waiting.id);
@@ -714,6 +715,18 @@ function connect() {
     }
   };
 }
+
+/**
+ * Tells tether-web whether the person looks at this page (visible and focused), so that
+ * tether-notify shows a desktop notification only when nobody looks at any front end.
+ */
+function reportAttention() {
+  if (!socket || socket.readyState !== WebSocket.OPEN) return;
+  transmit("attention", { focused: document.visibilityState === "visible" && document.hasFocus() });
+}
+document.addEventListener("visibilitychange", reportAttention);
+window.addEventListener("focus", reportAttention);
+window.addEventListener("blur", reportAttention);
 
 function retry() {
   showBanner("waiting", "Reconnecting to tether-web…", false, "tether-web");
