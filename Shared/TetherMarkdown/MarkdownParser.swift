@@ -22,8 +22,66 @@ public enum MarkdownParser {
         let pointers: [OpaquePointer]
     }
 
+    /// The most lines of one plain paragraph handed to cmark-gfm: a longer run is cut into
+    /// paragraphs of this many lines. cmark-gfm 0.29's inline parser takes time growing with
+    /// the square of a paragraph's emphasis and links (seconds for 10,000 lines of them); cut,
+    /// a reply's parse takes time in proportion to its length.
+    public static let paragraphLineLimit = 200
+
     /// The document `text` is.
     public static func parse(_ text: String) -> MarkdownDocument {
+        parseBounded(boundingParagraphs(text))
+    }
+
+    /// `text` with an empty line after every ``paragraphLineLimit`` lines of a run of plain
+    /// paragraph lines (not blank, not in a fenced code block, not indented as code, not
+    /// starting a list item, a quote, a table row, a heading or a fence); unchanged when it
+    /// has no such run.
+    static func boundingParagraphs(_ text: String) -> String {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > paragraphLineLimit else { return text }
+        var result: [Substring] = []
+        result.reserveCapacity(lines.count)
+        var fence: Substring?
+        var run = 0
+        for line in lines {
+            let indent = line.prefix { $0 == " " }.count
+            let content = line.dropFirst(indent)
+            let opensFence = indent < 4 && (content.hasPrefix("```") || content.hasPrefix("~~~"))
+            if let open = fence {
+                if opensFence && content.hasPrefix(open) { fence = nil }
+                result.append(line)
+                continue
+            }
+            if opensFence {
+                fence = content.prefix(3)
+                run = 0
+                result.append(line)
+                continue
+            }
+            if indent < 4 && !content.allSatisfy(\.isWhitespace) && !mayStartBlock(content) {
+                if run == paragraphLineLimit {
+                    result.append("")
+                    run = 0
+                }
+                run += 1
+            } else {
+                run = 0
+            }
+            result.append(line)
+        }
+        return result.joined(separator: "\n")
+    }
+
+    /// Whether a line may start a block other than a paragraph, or underline a heading.
+    private static func mayStartBlock(_ content: Substring) -> Bool {
+        guard let first = content.first else { return true }
+        if "-*+>|#=_<".contains(first) { return true }
+        let digits = content.prefix { $0.isASCII && $0.isNumber }
+        return !digits.isEmpty && content.dropFirst(digits.count).first.map { $0 == "." || $0 == ")" } == true
+    }
+
+    private static func parseBounded(_ text: String) -> MarkdownDocument {
         guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return MarkdownDocument(blocks: [.paragraph([.text(text)])]) }
         defer { cmark_parser_free(parser) }
         for extensionPointer in extensions.pointers { cmark_parser_attach_syntax_extension(parser, extensionPointer) }

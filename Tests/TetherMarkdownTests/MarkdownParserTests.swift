@@ -118,7 +118,9 @@ import Testing
         let paragraphs = (0..<10_000).map { "line \($0) with *emphasis*, `code` and [a link](https://example.com/\($0))" }.joined(separator: "\n\n")
         let list = (1...10_000).map { "\($0). item \($0) with **strong** [link](https://example.com/\($0))" }.joined(separator: "\n")
         let table = "| a | b |\n|---|--:|\n" + (0..<10_000).map { "| *\($0)* | [x](https://x.org/\($0)) |" }.joined(separator: "\n")
-        for huge in [paragraphs, list, table] {
+        // One paragraph of 10,000 lines of emphasis and links: cut into paragraphs of 200 lines.
+        let paragraph = (0..<10_000).map { "line \($0) with *emphasis*, `code` and [a link](https://example.com/\($0))" }.joined(separator: "\n")
+        for huge in [paragraphs, list, table, paragraph] {
             let started = clock.now
             let document = MarkdownParser.parse(huge)
             #expect(clock.now - started < .seconds(2))
@@ -132,6 +134,18 @@ import Testing
             _ = MarkdownParser.parse(nested + "x")
             #expect(clock.now - started < .seconds(2))
         }
+    }
+
+    @Test func aLongParagraphIsCutOutsideCodeAndOtherBlocks() {
+        let limit = MarkdownParser.paragraphLineLimit
+        let long = (1...(2 * limit + 1)).map { "word \($0)" }
+        #expect(MarkdownParser.parse(long.joined(separator: "\n")).blocks.count == 3)
+        // A fenced code block, a list and a quote are left whole.
+        let code = "```\n" + long.joined(separator: "\n") + "\n```"
+        #expect(MarkdownParser.parse(code).blocks == [.codeBlock(language: "", text: long.joined(separator: "\n"))])
+        let list = long.map { "- " + $0 }.joined(separator: "\n")
+        #expect(MarkdownParser.parse(list).blocks.count == 1)
+        #expect(MarkdownParser.boundingParagraphs(long.prefix(limit).joined(separator: "\n")) == long.prefix(limit).joined(separator: "\n"))
     }
 
     private func depth(of blocks: [MarkdownBlock]) -> Int {
