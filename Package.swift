@@ -70,6 +70,7 @@ let package = Package(
         .library(name: "TetherBus", targets: ["TetherBus"]),
         .library(name: "TetherWire", targets: ["TetherWire"]),
         .library(name: "OpenClawWire", targets: ["OpenClawWire"]),
+        .library(name: "TetherMarkdown", targets: ["TetherMarkdown"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -100,6 +101,13 @@ let package = Package(
             path: "Services/Tether/CNcursesw",
             providers: [.apt(["libncurses-dev"])]
         ),
+        // cmark-gfm and its GitHub extensions from the system (Debian: libcmark-gfm-dev,
+        // libcmark-gfm-extensions-dev), the Markdown parser of bot replies.
+        .systemLibrary(
+            name: "CCmarkGFM",
+            path: "Shared/CCmarkGFM",
+            providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"])]
+        ),
         // Linux headers the Glibc module leaves out (eventfd).
         .systemLibrary(name: "CLinux", path: "Shared/CLinux"),
         .target(
@@ -119,6 +127,13 @@ let package = Package(
             name: "TetherSchema",
             dependencies: ["TetherWire"],
             path: "Shared/TetherSchema",
+            swiftSettings: swiftSettings
+        ),
+        // Markdown text as a Codable document of blocks and inlines, for every front end.
+        .target(
+            name: "TetherMarkdown",
+            dependencies: ["CCmarkGFM"],
+            path: "Shared/TetherMarkdown",
             swiftSettings: swiftSettings
         ),
         .target(
@@ -198,7 +213,7 @@ let package = Package(
         )
         + program(
             "tether", library: "FrontEnd", folder: "Tether",
-            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", "CNcursesw", .logging, .serviceLifecycle]
+            dependencies: ["TetherBus", "TetherSchema", "TetherWire", "TetherService", "TetherMarkdown", "CNcursesw", .logging, .serviceLifecycle]
         )
         + [
             // tether-web's page, script and style are resources of its library.
@@ -273,6 +288,12 @@ let package = Package(
                 swiftSettings: swiftSettings
             ),
             .testTarget(
+                name: "TetherMarkdownTests",
+                dependencies: ["TetherMarkdown"],
+                path: "Tests/TetherMarkdownTests",
+                swiftSettings: swiftSettings
+            ),
+            .testTarget(
                 name: "TetherBusTests",
                 dependencies: ["TetherBus", "TetherSchema", "TetherTesting", "CZeroMQ"],
                 path: "Tests/TetherBusTests",
@@ -321,7 +342,7 @@ let package = Package(
             ),
             .testTarget(
                 name: "FrontEndTests",
-                dependencies: ["FrontEnd", "TetherBus", "TetherSchema", "TetherService", "TetherTesting", "TetherWire"],
+                dependencies: ["FrontEnd", "TetherBus", "TetherMarkdown", "TetherSchema", "TetherService", "TetherTesting", "TetherWire"],
                 path: "Tests/FrontEndTests",
                 swiftSettings: swiftSettings
             ),

@@ -72,7 +72,8 @@ import TetherTesting
         try ui.press("C-g")
         _ = try await ui.waitFor("Approval waiting")
         try ui.type("d")
-        let answered = try await ui.waitFor("Did not run `make deploy`: the approval was denied.", "> a draft")
+        // The bot's reply is Markdown: `make deploy` is code, shown in its colour without the backticks.
+        let answered = try await ui.waitFor("Did not run make deploy: the approval was denied.", "> a draft")
         print("after d:\n\(answered)")
         _ = try await ui.waitForAbsence(of: "Approval waiting")
         #expect(try Self.approvals(set).pending.isEmpty)
@@ -92,7 +93,7 @@ import TetherTesting
             [Programs.path("tether"), "--run-dir", set.run.path], columns: 100, rows: 30, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
         _ = try await reopened.waitFor("Approval waiting", "   make test")
         try reopened.type("o")
-        _ = try await reopened.waitFor("Ran `make test` (allowed once): done.")
+        _ = try await reopened.waitFor("Ran make test (allowed once): done.")  // Markdown: the code without its backticks
         #expect(set.openClawTranscript().contains { $0.role == "assistant" && $0.text == "Ran `make test` (allowed once): done." })
     }
 

@@ -54,7 +54,8 @@ import Glibc
         guard Tmux.available else { return }
         let ui = try Tmux(
             [Programs.path("tether"), "--run-dir", set.run.path], columns: 120, rows: 20, directory: set.run.path, environment: ["LANG": "C.UTF-8"])
-        let screen = try await ui.waitFor("Opta: You said: \(Self.shown)")
+        // The bot's reply is Markdown, where a carriage return ends a line: it joins the next as a space.
+        let screen = try await ui.waitFor("Opta: You said: \(Self.shown.replacingOccurrences(of: "^M", with: ""))")
         #expect(screen.contains("You: \(Self.shown)"), "\(screen)")
     }
 

@@ -165,7 +165,8 @@ import TetherWire
         screen.apply(
             try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 0, chunk: "You ", content: "You ", isFinal: false)), at: start)
         frame = screen.render(width: 40, height: 8, at: start)
-        #expect(frame.rows.contains(ScreenRow("Bot: You ▍")))
+        // A reply is Markdown: the space at the end of its paragraph is not shown.
+        #expect(frame.rows.map(\.text).contains("Bot: You▍"))
         screen.apply(
             try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 1, chunk: "said", content: "You said", isFinal: false)), at: start)
         screen.apply(
@@ -174,7 +175,7 @@ import TetherWire
                 TranscriptEntry(id: MessageID("r"), sender: .bot(name: "Opta"), content: "You said", timestamp: Date(), status: .received, revision: 2)),
             at: start)
         frame = screen.render(width: 40, height: 8, at: start)
-        #expect(frame.rows.contains(ScreenRow("Opta: You said")))
+        #expect(frame.rows.map(\.text).contains("Opta: You said"))
         #expect(!frame.rows.contains { $0.text.contains("▍") }, "the finished reply replaced the growing one")
     }
 

@@ -69,7 +69,11 @@ import TetherWire
         let all = entries(10_000)
         let screen = screen(entries: 10_000)
         // Every entry wrapped, as the whole conversation: the newest 8 lines are what the frame shows.
-        let wrapped = all.flatMap { TerminalText.wrap(ChatScreen.text(of: $0), width: 40) }
+        // A bot's reply is Markdown: the spaces at the end of its paragraph are not shown.
+        let wrapped = all.flatMap { entry in
+            let text = ChatScreen.text(of: entry)
+            return TerminalText.wrap(entry.sender == .user ? text : String(text.reversed().drop { $0 == " " }.reversed()), width: 40)
+        }
         #expect(screen.conversationLines(width: 40, last: 8).map(\.text) == Array(wrapped.suffix(8)))
         #expect(screen.conversationLines(width: 40, last: 25).map(\.text) == Array(wrapped.suffix(25)))
         #expect(screen.conversationLines(width: 40, last: 1_000_000).count == wrapped.count, "all of it when fewer")
@@ -96,7 +100,7 @@ import TetherWire
             try message(.conversationStream, StreamProgress(id: MessageID("r"), chunkIndex: 1, chunk: "said", content: "You said", isFinal: false)), at: start)
         guard case .frame(let grown) = screen.update(width: 40, height: 12, at: start) else { return }
         let writes = drawn.writes(for: grown, width: 40, height: 12)
-        #expect(writes == [DrawnScreen.Write(index: 9, row: ScreenRow("Bot: You said▍"))], "the reply's line only")
+        #expect(writes == [DrawnScreen.Write(index: 9, row: ScreenRow(spans: [StyledSpan("Bot: You said"), StyledSpan("▍")]))], "the reply's line only")
         #expect(drawn.writes(for: grown, width: 40, height: 12).isEmpty, "nothing changed: nothing written")
         #expect(drawn.writes(for: grown, width: 41, height: 12).count == 12, "another size: every row again")
     }

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -22,6 +23,29 @@ enum {
     TETHER_STYLE_GOOD = 3,
     TETHER_STYLE_DIM = 4,
     TETHER_STYLE_TITLE = 5,
+};
+
+/// The colours of a run of text in a row (a rendered reply), by what it is.
+enum {
+    TETHER_TONE_PLAIN = 0,
+    TETHER_TONE_DIM = 1,
+    TETHER_TONE_CODE = 2,
+    TETHER_TONE_KEYWORD = 3,
+    TETHER_TONE_STRING = 4,
+    TETHER_TONE_COMMENT = 5,
+    TETHER_TONE_NUMBER = 6,
+    TETHER_TONE_LINK = 7,
+};
+
+/// A tone's colour pair is this plus the tone.
+#define TETHER_TONE_PAIRS 10
+
+/// The attributes of a run of text, added together.
+enum {
+    TETHER_ATTRIBUTE_BOLD = 1,
+    TETHER_ATTRIBUTE_ITALIC = 2,
+    TETHER_ATTRIBUTE_UNDERLINE = 4,
+    TETHER_ATTRIBUTE_DIM = 8,
 };
 
 enum {
@@ -74,6 +98,12 @@ static inline void tether_tui_start(int wait_ms) {
         init_pair(TETHER_STYLE_GOOD, COLOR_BLACK, COLOR_GREEN);
         init_pair(TETHER_STYLE_DIM, COLOR_CYAN, -1);
         init_pair(TETHER_STYLE_TITLE, COLOR_BLACK, COLOR_WHITE);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_CODE, COLOR_YELLOW, -1);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_KEYWORD, COLOR_MAGENTA, -1);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_STRING, COLOR_GREEN, -1);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_COMMENT, COLOR_BLUE, -1);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_NUMBER, COLOR_CYAN, -1);
+        init_pair(TETHER_TONE_PAIRS + TETHER_TONE_LINK, COLOR_BLUE, -1);
     }
 }
 
@@ -194,6 +224,36 @@ static inline void tether_tui_row(int row, const char *text, int style) {
         }
         attrset(A_NORMAL);
     }
+}
+
+/// Starts writing a row of runs (`tether_tui_span`): the row is cleared.
+static inline void tether_tui_row_start(int row) {
+    move(row, 0);
+    clrtoeol();
+}
+
+/// Writes a run of UTF-8 text where the last one ended, with attributes (TETHER_ATTRIBUTE_…,
+/// added together) in a tone's colour (TETHER_TONE_…; dim without colours).
+static inline void tether_tui_span(const char *text, int attributes, int tone) {
+    attr_t attribute = A_NORMAL;
+    if (attributes & TETHER_ATTRIBUTE_BOLD) attribute |= A_BOLD;
+#ifdef A_ITALIC
+    if (attributes & TETHER_ATTRIBUTE_ITALIC) attribute |= A_ITALIC;
+#endif
+    if (attributes & TETHER_ATTRIBUTE_UNDERLINE) attribute |= A_UNDERLINE;
+    if ((attributes & TETHER_ATTRIBUTE_DIM) || tone == TETHER_TONE_DIM) attribute |= A_DIM;
+    if (tone > TETHER_TONE_DIM && has_colors()) attribute |= COLOR_PAIR(TETHER_TONE_PAIRS + tone);
+    attrset(attribute);
+    addstr(text);
+    attrset(A_NORMAL);
+}
+
+/// Makes `text`, already drawn at `row` and `column`, an OSC 8 hyperlink to `url` (printable
+/// ASCII): written past ncurses, after `tether_tui_show`, between saving the cursor and its
+/// attributes and restoring them, so that ncurses' picture of the screen stays true.
+static inline void tether_tui_hyperlink(int row, int column, const char *url, const char *text) {
+    printf("\0337\033[%d;%dH\033]8;;%s\033\\\033[4;34m%s\033[0m\033]8;;\033\\\0338", row + 1, column + 1, url, text);
+    fflush(stdout);
 }
 
 static inline void tether_tui_cursor(int row, int column) { move(row, column); }

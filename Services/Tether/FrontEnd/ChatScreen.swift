@@ -1,5 +1,6 @@
 public import Foundation
 public import TetherBus
+import TetherMarkdown
 public import TetherSchema
 import TetherWire
 
@@ -45,10 +46,20 @@ public struct ScreenRow: Sendable, Equatable {
 
     public var text: String
     public var style: Style
+    /// The row's text in runs of their own style (a rendered reply), drawn instead of `text`
+    /// in `style`; nil for a row of one style.
+    public var spans: [StyledSpan]?
 
     public init(_ text: String, _ style: Style = .plain) {
         self.text = text
         self.style = style
+    }
+
+    /// A row of styled runs; its text is theirs.
+    public init(spans: [StyledSpan]) {
+        text = spans.map(\.text).joined()
+        style = .plain
+        self.spans = spans
     }
 }
 
@@ -123,6 +134,10 @@ public struct ChatScreen: Sendable {
     public private(set) var showsThinking = false
     /// The most lines of a tool's output shown under it.
     static let toolOutputLines = 40
+    /// What the terminal shows beyond text: whether a reply's links are hyperlinks.
+    public let capabilities: TerminalCapabilities
+    /// Bot replies rendered from their Markdown, kept per entry and width.
+    private let renderedReplies = RenderedReplies()
     /// Under an ended tool call the gateway sent no output for.
     static let noOutputWords = "    │ (no output: the gateway sends it only when the session's verbose level is full)"
 
@@ -134,10 +149,12 @@ public struct ChatScreen: Sendable {
     }
 
     /// Starts from snapd's first frame: the transcript, and the display as the user left it.
-    /// Without `canSuspend`, Ctrl-Z says why it does nothing instead of suspending.
-    public init(frontEnd: String, frame: FirstFrame, canSuspend: Bool = true) {
+    /// Without `canSuspend`, Ctrl-Z says why it does nothing instead of suspending. Bot
+    /// replies are rendered from their Markdown for a terminal with `capabilities`.
+    public init(frontEnd: String, frame: FirstFrame, canSuspend: Bool = true, capabilities: TerminalCapabilities = TerminalCapabilities(hyperlinks: false)) {
         self.frontEnd = frontEnd
         self.canSuspend = canSuspend
+        self.capabilities = capabilities
         transcript = TranscriptModel(snapshot: frame.entries, revision: frame.revision)
         session = frame.session
         shownSession = frame.session?.sessionKey
@@ -602,7 +619,8 @@ public struct ChatScreen: Sendable {
         for progress in streaming.reversed() {
             guard gathered < count else { break }
             let from = progress.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
-            blocks.append(TerminalText.wrap("\(from)\(name): \(progress.text)▍", width: width).map { ScreenRow($0) })
+            let reply = RenderedReplies.Reply(label: "\(from)\(name): ", content: progress.text, ending: nil, streaming: true, width: width)
+            blocks.append(renderedReplies.rows(of: progress.id, reply, capabilities: capabilities))
             gathered += blocks[blocks.count - 1].count
         }
         for entry in transcript.entries.reversed() {
@@ -618,6 +636,12 @@ public struct ChatScreen: Sendable {
             }
             if let tool = entry.tool {
                 block += toolLines(of: entry, tool, width: width)
+            } else if case .bot(let botName) = entry.sender {
+                let from = entry.session.flatMap { $0 == shownSession || shownSession == nil ? nil : "[\($0)] " } ?? ""
+                let ending = entry.status == .incomplete ? "✗ incomplete" + (entry.detail.map { ": \($0)" } ?? "") : nil
+                let reply = RenderedReplies.Reply(
+                    label: "\(from)\(botName.isEmpty ? "Bot" : botName): ", content: entry.content, ending: ending, streaming: false, width: width)
+                block += renderedReplies.rows(of: entry.id, reply, capabilities: capabilities)
             } else {
                 block += TerminalText.wrap(Self.text(of: entry, shown: shownSession), width: width).map { ScreenRow($0, style) }
             }

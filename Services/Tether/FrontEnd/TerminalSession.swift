@@ -38,7 +38,8 @@ public final class TerminalSession: Sendable {
     /// Opens the session on `frame`, snapd's first frame.
     public init(bus: any Bus, frame: FirstFrame) {
         self.bus = bus
-        screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0))
+        let capabilities = TerminalCapabilities.detect(environment: ProcessInfo.processInfo.environment)
+        screen = Mutex(ChatScreen(frontEnd: Self.frontEndName, frame: frame, canSuspend: tether_tui_can_stop() != 0, capabilities: capabilities))
         (actions, post) = AsyncStream.makeStream()
         wake = tether_tui_wake_descriptor()
         // Until the terminal reports its focus, it cannot tell: counted as looked at.
@@ -298,9 +299,49 @@ public final class TerminalSession: Sendable {
             writes = drawn.writes(for: frame, width: columns, height: rows)
             cursor = (frame.cursorRow, frame.cursorColumn)
         }
-        for write in writes { tether_tui_row(Int32(write.index), write.row.text, Self.style(write.row.style)) }
+        for write in writes {
+            guard let spans = write.row.spans else {
+                tether_tui_row(Int32(write.index), write.row.text, Self.style(write.row.style))
+                continue
+            }
+            tether_tui_row_start(Int32(write.index))
+            for span in spans { tether_tui_span(span.text, Self.attributes(span.style), Self.tone(span.style.tone)) }
+        }
         tether_tui_cursor(Int32(cursor.row), Int32(cursor.column))
         tether_tui_show()
+        // Links become hyperlinks once ncurses has drawn their text.
+        for write in writes {
+            var column = 0
+            for span in write.row.spans ?? [] {
+                if let link = span.style.link { tether_tui_hyperlink(Int32(write.index), Int32(column), link, span.text) }
+                column += TerminalText.columns(of: span.text)
+            }
+        }
+    }
+
+    private static func attributes(_ style: SpanStyle) -> Int32 {
+        var attributes = 0
+        if style.bold { attributes |= TETHER_ATTRIBUTE_BOLD }
+        if style.italic { attributes |= TETHER_ATTRIBUTE_ITALIC }
+        if style.underline { attributes |= TETHER_ATTRIBUTE_UNDERLINE }
+        // ncurses has no strikethrough: struck text is dim.
+        if style.struck { attributes |= TETHER_ATTRIBUTE_DIM }
+        return Int32(attributes)
+    }
+
+    private static func tone(_ tone: SpanStyle.Tone) -> Int32 {
+        let value =
+            switch tone {
+            case .plain: TETHER_TONE_PLAIN
+            case .dim: TETHER_TONE_DIM
+            case .code: TETHER_TONE_CODE
+            case .keyword: TETHER_TONE_KEYWORD
+            case .string: TETHER_TONE_STRING
+            case .comment: TETHER_TONE_COMMENT
+            case .number: TETHER_TONE_NUMBER
+            case .link: TETHER_TONE_LINK
+            }
+        return Int32(value)
     }
 
     private static func style(_ style: ScreenRow.Style) -> Int32 {
