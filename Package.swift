@@ -228,7 +228,10 @@ let package = Package(
                     .product(name: "NIOHTTP1", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
-                resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js"), .copy("Resources/markdown.js")],
+                resources: [
+                    .copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js"),
+                    .copy("Resources/markdown.js"),
+                ],
                 swiftSettings: swiftSettings
             ),
             .executableTarget(
