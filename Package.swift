@@ -165,7 +165,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         )
         + program(
@@ -210,6 +210,7 @@ let package = Package(
                     .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                     .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOHTTP1", package: "swift-nio"),
+                    .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
                 resources: [.copy("Resources/app.js"), .copy("Resources/app.css"), .copy("Resources/icon.svg"), .copy("Resources/recover.js")],
@@ -342,7 +343,7 @@ let package = Package(
                 name: "EndToEndTests",
                 dependencies: [
                     "TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "ConnectionManager", "CZeroMQ", .logging,
-                    .product(name: "NIOHTTP1", package: "swift-nio"),
+                    .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings
