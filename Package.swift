@@ -181,7 +181,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         )
         + program(
@@ -226,6 +226,7 @@ let package = Package(
                     .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                     .product(name: "NIOCore", package: "swift-nio"),
                     .product(name: "NIOHTTP1", package: "swift-nio"),
+                    .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Services/Web/WebFrontEnd",
                 resources: [
@@ -386,7 +387,7 @@ let package = Package(
                 name: "EndToEndTests",
                 dependencies: [
                     "TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "ConnectionManager", "CZeroMQ", .logging,
-                    .product(name: "NIOHTTP1", package: "swift-nio"),
+                    .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Tests/EndToEndTests",
                 swiftSettings: swiftSettings

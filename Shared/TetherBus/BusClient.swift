@@ -68,13 +68,13 @@ public final class BusClient: Sendable {
 
     /// Publishes an event.
     public func publish(_ payload: some Encodable, on topic: Topic) throws(BusError) {
-        try post(.publish(topic: topic.name, body: try encode(payload), retain: false))
+        try post(.publish(topic: topic.name, body: try encode(payload, for: .topic(topic.name)), retain: false))
     }
 
     /// Publishes a retained value: sent now, and again to every subscription that matches
     /// it later, until the next value replaces it.
     public func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) {
-        try post(.publish(topic: topic.name, body: try encode(payload), retain: true))
+        try post(.publish(topic: topic.name, body: try encode(payload, for: .topic(topic.name)), retain: true))
     }
 
     /// Publishes raw frames exactly as given. For tools that replay or test the bus.
@@ -82,7 +82,8 @@ public final class BusClient: Sendable {
         try post(.publishRaw(frames: frames))
     }
 
-    private func encode(_ payload: some Encodable) throws(BusError) -> [UInt8] {
+    /// The body of `payload`, within the limit of where it goes (``BusSchema/maximumBodySize(of:)``).
+    private func encode(_ payload: some Encodable, for carrier: BusSchema.BodyCarrier) throws(BusError) -> [UInt8] {
         let bytes: [UInt8]
         if let direct = payload as? any DirectJSONBody {
             bytes = direct.jsonBytes()
@@ -93,9 +94,8 @@ public final class BusClient: Sendable {
                 throw .encoding("cannot encode \(type(of: payload)): \(error)")
             }
         }
-        guard bytes.count <= BusSchema.maximumBodySize else {
-            throw .tooLarge(size: bytes.count, limit: BusSchema.maximumBodySize)
-        }
+        let limit = BusSchema.maximumBodySize(of: carrier)
+        guard bytes.count <= limit else { throw .tooLarge(size: bytes.count, limit: limit) }
         return bytes
     }
 
@@ -175,7 +175,7 @@ public final class BusClient: Sendable {
         timeout: Duration = .milliseconds(2500),
         attempts: Int = 3
     ) async throws(BusError) -> Command.Reply {
-        let body = try encode(request)
+        let body = try encode(request, for: .command(Command.method))
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let endpoint: String
         var frames = [Array(requestID.utf8), Array(Command.method.utf8), body]

@@ -107,7 +107,9 @@ extension BusEventLoop {
             return .failure(DroppedMessage(kind: BusDrop.malformed, reason: reason, frames: total))
         }
         return BusMessage.read(topic: frames[0], header: frames[1], body: frames[2]).mapError { reason in
-            DroppedMessage(kind: frames[2].count > BusSchema.maximumBodySize ? BusDrop.oversized : BusDrop.malformed, reason: reason, frames: total)
+            let topic = String(decoding: frames[0], as: UTF8.self)
+            let oversized = frames[2].count > BusSchema.maximumBodySize(of: .topic(topic))
+            return DroppedMessage(kind: oversized ? BusDrop.oversized : BusDrop.malformed, reason: reason, frames: total)
         }
     }
 

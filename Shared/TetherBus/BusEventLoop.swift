@@ -384,8 +384,8 @@ final class BusEventLoop {
         do {
             let socket = try ZMQSocket(type: ZMQ_ROUTER, context: context)
             try socket.set(ZMQ_LINGER, 0)
-            // Up to four times a body's limit is read, so that an oversized command gets its
-            // `tooLarge` answer; beyond that libzmq drops the caller's connection.
+            // A megabyte over the largest body is read, so that a command over its method's limit
+            // gets its `tooLarge` answer; beyond that libzmq drops the caller's connection.
             try socket.set64(ZMQ_MAXMSGSIZE, Int64(BusSchema.commandReadLimit))
             try socket.bind(endpoint)
             servers[name] = Server(socket: socket, continuation: continuation)

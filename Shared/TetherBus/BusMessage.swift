@@ -50,7 +50,7 @@ public struct BusMessage: Sendable {
 public enum BusDrop {
     /// Received, and not a message: the wrong number of frames, a topic that is not UTF-8, a header that is not a bus header.
     public static let malformed = "malformed"
-    /// Received with a body over ``BusSchema/maximumBodySize``.
+    /// Received with a body over its topic's limit (``BusSchema/maximumBodySize(of:)``).
     public static let oversized = "oversized"
     /// Received with a header whose schema version this program does not know.
     public static let unknownSchema = "unknownSchema"
@@ -60,7 +60,7 @@ public enum BusDrop {
     public static let publishRefused = "publishRefused"
     /// A command that is not one (answered `malformed`).
     public static let malformedCommand = "malformedCommand"
-    /// A command over the body limit (answered `tooLarge`).
+    /// A command over its method's body limit (answered `tooLarge`).
     public static let oversizedCommand = "oversizedCommand"
     /// A command the serving program had no room to queue.
     public static let commandOverflow = "commandOverflow"
@@ -78,7 +78,8 @@ public enum BusDrop {
 
 extension BusMessage {
     /// Reads a message as it comes off the bus: three frames, a UTF-8 topic, a bus header and
-    /// a body within ``BusSchema/maximumBodySize``. Anything else throws, saying what is wrong.
+    /// a body within its topic's limit (``BusSchema/maximumBodySize(of:)``). Anything else
+    /// throws, saying what is wrong.
     public init(frames: [[UInt8]]) throws(BusError) {
         guard frames.count == 3 else { throw .malformedMessage("expected 3 frames (topic, header, body), got \(frames.count)") }
         let read = frames[0].withUnsafeBytes { topic in
@@ -93,8 +94,9 @@ extension BusMessage {
         guard let name = String(validating: topic, as: UTF8.self), !name.isEmpty else {
             return .failure(.malformedMessage("topic is empty or not UTF-8"))
         }
-        guard body.count <= BusSchema.maximumBodySize else {
-            return .failure(.malformedMessage("body of \(body.count) bytes is over the limit of \(BusSchema.maximumBodySize)"))
+        let limit = BusSchema.maximumBodySize(of: .topic(name))
+        guard body.count <= limit else {
+            return .failure(.malformedMessage("body of \(body.count) bytes is over the limit of \(limit) for topic '\(name)'"))
         }
         guard let header = try? BusHeader(jsonBytes: header) else {
             return .failure(.malformedMessage("header of topic '\(name)' is not a bus header"))

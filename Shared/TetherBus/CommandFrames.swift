@@ -23,10 +23,11 @@ enum CommandFrames: Equatable {
             self = Self.refusal(frames, drop: BusDrop.malformedCommand, CommandErrorReply(.malformed, words))
             return
         }
-        guard frames[3].count <= BusSchema.maximumBodySize else {
+        let limit = BusSchema.maximumBodySize(of: .command(method))
+        guard frames[3].count <= limit else {
             self = Self.refusal(
                 frames, drop: BusDrop.oversizedCommand,
-                CommandErrorReply(.tooLarge, "the body is \(frames[3].count) bytes; a command's body is at most \(BusSchema.maximumBodySize) bytes"))
+                CommandErrorReply(.tooLarge, "the body is \(frames[3].count) bytes; a \(method) command's body is at most \(limit) bytes"))
             return
         }
         self = .command(requestID: requestID, method: method, body: frames[3], identity: frames[0])

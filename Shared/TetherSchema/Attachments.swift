@@ -45,15 +45,21 @@ public struct AttachmentNote: Codable, Hashable, Sendable {
 /// OpenClaw's gateway takes images of at most 5,000,000 bytes decoded, in strict base64, and
 /// drops anything that is not an image without a word; Tether refuses such a file in words
 /// before anything is queued. A message and its images also cross Tether's bus in one `send`
-/// command and one `wire.out` message, each at most ``BusSchema/maximumBodySize``.
+/// command and one `wire.out` message, each at most ``BusSchema/maximumFrameBodySize`` (the
+/// limit ``BusSchema/maximumBodySize(of:)`` gives both); the gateway's own `maxPayload`, which
+/// protod learns as it connects, is usually the smaller (OpenClaw's 25 MiB holds three images
+/// of 5,000,000 bytes in base64, not four).
 public enum ImageAttachments {
     /// The most a gateway takes of one image, decoded (OpenClaw's `chat.send`).
     public static let maximumBytes = 5_000_000
     /// Room kept in a bus message for what is not an image: the text, the ids, the envelope.
     public static let busOverhead = 65_536
-    /// The most base64 a message's images may take together, for the message to cross the bus.
+    /// The most base64 a message's images may take together, for the message to cross the bus
+    /// in its `send` command and its `wire.out` frame.
     public static func busRoom(forText text: String) -> Int {
-        BusSchema.maximumBodySize - busOverhead - 2 * text.utf8.count
+        let limit = min(
+            BusSchema.maximumBodySize(of: .command(SendMessageCommand.method)), BusSchema.maximumBodySize(of: .topic(Topic.wireOutbound.name)))
+        return limit - busOverhead - 2 * text.utf8.count
     }
 
     /// The image type of `bytes`, told by its first bytes (not a file name); nil when it is
@@ -144,16 +150,28 @@ public enum ImageAttachments {
     }
 
     /// Whether `text` is base64 as OpenClaw's gateway takes it: a multiple of 4 long, the
-    /// standard alphabet, at most two `=` at the end, no line breaks or spaces.
+    /// standard alphabet, at most two `=` at the end, no line breaks or spaces. One pass over
+    /// the bytes with a table: an image's base64 is megabytes long.
     public static func isStrictBase64(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.count % 4 == 0 else { return false }
-        let padding = bytes.reversed().prefix { $0 == UInt8(ascii: "=") }.count
-        guard padding <= 2 else { return false }
-        return bytes.dropLast(padding).allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+        var text = text
+        return text.withUTF8 { bytes in
+            guard !bytes.isEmpty, bytes.count % 4 == 0 else { return false }
+            var end = bytes.count
+            for _ in 0..<2 where bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
+            var index = 0
+            while index < end {
+                guard base64Alphabet[Int(bytes[index])] else { return false }
+                index += 1
+            }
+            return true
         }
+    }
+
+    /// For each byte, whether it is in the standard base64 alphabet (`A-Z a-z 0-9 + /`).
+    private static let base64Alphabet: [Bool] = (0...255).map { value in
+        let byte = UInt8(value)
+        return (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
     }
 
     /// The decoded size of base64 text, from its length and padding (OpenClaw's estimate).

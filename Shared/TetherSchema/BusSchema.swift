@@ -6,11 +6,38 @@ public enum BusSchema {
     /// changes in a way an older reader would misread.
     public static let version = 1
 
-    /// The largest message body a program publishes or accepts, in bytes.
+    /// The largest message body a program publishes or accepts, in bytes, on every topic and
+    /// in every command but those ``maximumBodySize(of:)`` names.
     public static let maximumBodySize = 1 << 20
-    /// The most a command's owner reads of one command (its frames together): larger than a
-    /// body's limit, so that an oversized command is answered `tooLarge`, not dropped.
-    public static let commandReadLimit = 4 * maximumBodySize
+    /// The largest body of a gateway frame (`wire.in`, `wire.out`) and of the command that
+    /// carries a message's images (`send`): room for a frame of OpenClaw's `maxPayload`
+    /// (25 MiB) and the envelope around it.
+    public static let maximumFrameBodySize = 32 << 20
+
+    /// Where a body crosses the bus: the limit of its size depends on it.
+    public enum BodyCarrier: Hashable, Sendable {
+        /// A message published on this topic.
+        case topic(String)
+        /// A command of this method (its request's body).
+        case command(String)
+    }
+
+    /// The largest body `carrier` takes, in bytes: ``maximumFrameBodySize`` for gateway frames
+    /// and for `send`, whose images go on to the gateway in one frame; ``maximumBodySize``
+    /// for everything else. Publishers, receivers and command owners all ask this.
+    public static func maximumBodySize(of carrier: BodyCarrier) -> Int {
+        switch carrier {
+        case .topic(let name): Topic.carriesGatewayFrames(name) ? maximumFrameBodySize : maximumBodySize
+        case .command(let method): method == SendMessageCommand.method ? maximumFrameBodySize : maximumBodySize
+        }
+    }
+
+    /// The largest body of any carrier: what a socket that carries every topic lets through.
+    public static let largestBodySize = max(maximumBodySize, maximumFrameBodySize)
+
+    /// The most a command's owner reads of one frame of a command: a megabyte over the largest
+    /// body, so that a body over its method's limit is answered `tooLarge`, not dropped.
+    public static let commandReadLimit = largestBodySize + maximumBodySize
 
     /// One encoder of ``makeEncoder()`` for the whole process: making one for each message
     /// costs more than most messages' encoding.
@@ -171,4 +198,10 @@ extension Topic {
     public static let sessionSettings: Topic = "session.settings"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.
     public static let probePrefix = "sys.probe."
+
+    /// Whether `name` is a topic of whole gateway frames (`wire.in`, `wire.out`), whose
+    /// bodies may be as large as ``BusSchema/maximumFrameBodySize``.
+    public static func carriesGatewayFrames(_ name: String) -> Bool {
+        name == wireInbound.name || name == wireOutbound.name
+    }
 }

@@ -57,6 +57,34 @@ public enum SendMessageCommand: BusCommand {
     }
 }
 
+extension SendMessageCommand {
+    /// The most a message's text may take written as a JSON string (quotes and escapes
+    /// included). A `send` body may be as large as ``BusSchema/maximumFrameBodySize`` for the
+    /// images it carries, but the text also goes out alone, in `conv.message` and in replies
+    /// of at most ``BusSchema/maximumBodySize``, with room for what surrounds it.
+    public static let maximumTextBytes = BusSchema.maximumBodySize - ImageAttachments.busOverhead
+
+    /// How long one attempt of a send waits for protod's answer: 2.5 s, and a second more for
+    /// each 4 MiB of images it carries, which protod reads, checks and commits before answering
+    /// (an attempt that gives up too soon would send the megabytes again).
+    public static func attemptTimeout(for request: Request) -> Duration {
+        let images = (request.attachments ?? []).reduce(0) { $0 + $1.content.utf8.count }
+        return .milliseconds(2500) + .seconds(images / (4 << 20))
+    }
+
+    /// Why a message's text is too long to send, in words; nil when it is not.
+    public static func textRefusal(_ text: String) -> String? {
+        let bytes = text.utf8.count
+        // Written as JSON, a byte takes at most six (`\u0001`): shorter text needs no measuring.
+        guard bytes > maximumTextBytes / 6 else { return nil }
+        // Encoding a string cannot fail.
+        guard let written = try? BusSchema.encoder.encode(text).count, written > maximumTextBytes else { return nil }
+        let escapes = written - 2 > bytes ? " (\((written - 2).grouped) with its escapes)" : ""
+        return
+            "the text is \(bytes.grouped) bytes\(escapes); a message's text is at most \((maximumTextBytes - 2).grouped) bytes: shorten it or send it in parts"
+    }
+}
+
 /// How a message is delivered.
 public enum DeliveryStrategy: String, Codable, Sendable, CaseIterable {
     /// Now or not at all: failed at once when there is no connection.

@@ -505,23 +505,38 @@ def check_oversized_messages_are_refused_in_words(driver):
     return f"2 MiB refused: {refused!r}; 1 MiB draft: {note!r}; 300 KiB delivered; then a small message"
 
 
+def failed_marks(driver, start):
+    """The marks of the failed messages of one's own whose text starts with `start`, read in the
+    page (the conversation's whole text is megabytes)."""
+    return driver.execute_script("""
+        return [...document.querySelectorAll('#conversation li.user')].filter((li) => li.querySelector('.text').textContent.startsWith(arguments[0]))
+            .map((li) => li.querySelector('.mark').textContent).filter((mark) => mark.includes('failed'))""", start)
+
+
 def check_a_frame_too_large_for_tether_web_fails_its_message(driver):
-    """A page that believes in larger limits (an older page) sends 2 MiB: tether-web closes
-    the socket (1009); the page marks that message failed, forgets it, and sends again."""
+    """A page that believes in larger limits (an older page) sends 2 MiB of text: tether-web
+    reads it (a message with images may be 32 MiB) and protod refuses it in words; then 40 MiB,
+    more than tether-web reads: tether-web closes the socket (1009). The page marks each
+    message failed, forgets it, and sends again."""
     driver.get(BASE)
     live(driver)
     driver.execute_script("limits = Object.assign({}, limits, {messageBytes: 1e9, draftBytes: 1e9});")
     set_composer(driver, "o" * (2 << 20))
     press_enter(driver)
-    # Read in the page: the conversation's whole text is megabytes now.
-    failed = wait(lambda: driver.execute_script("""
-        return [...document.querySelectorAll('#conversation li.user')].filter((li) => li.querySelector('.text').textContent.startsWith('oooo'))
-            .map((li) => li.querySelector('.mark').textContent).filter((mark) => mark.includes('failed'))"""), 60, "the 2 MiB message failed")
+    refused = wait(lambda: failed_marks(driver, "oooo"), 60, "the 2 MiB message failed")
+    assert "a message's text is at most 983,038 bytes" in text_of(driver, "notice"), text_of(driver, "notice")
+    # Made in the page: 40 MiB through WebDriver would take minutes.
+    driver.execute_script("""
+        const box = document.getElementById('message');
+        box.value = 'w'.repeat(40 << 20);
+        box.dispatchEvent(new Event('input', {bubbles: true}));""")
+    press_enter(driver)
+    failed = wait(lambda: failed_marks(driver, "wwww"), 90, "the 40 MiB message failed")
     kept = driver.execute_script("return JSON.parse(localStorage.getItem('tether-pending') || '[]').map((m) => m.content.length)")
-    assert all(length < 1000 for length in kept), f"the failed message is still kept: {kept}"
-    assert "too large" in text_of(driver, "notice"), text_of(driver, "notice")
+    assert all(length < 1000 for length in kept), f"the failed messages are still kept: {kept}"
+    assert "too large for tether-web (40.0 MiB)" in text_of(driver, "notice"), text_of(driver, "notice")
     send_and_await_delivery(driver, "small after the frame too large")
-    return f"marked {failed[0]!r}; then a small message delivered"
+    return f"2 MiB of text refused by protod, marked {refused[0]!r}; 40 MiB closed by tether-web, marked {failed[0]!r}; then a small message delivered"
 
 
 def check_what_the_browser_kept_cannot_stop_the_page(driver):
@@ -760,7 +775,33 @@ def check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused(driver
     mine = [text for _, text in conversation(driver) if text.startswith("You: what is this picture?")]
     assert mine and "[image: picture.png (image/png, 2,000 bytes)]" in mine[0], mine
     assert not listed.is_displayed(), "the picture stayed attached after it was sent"
-    return f"a text file and 6 MB refused in words; sent {mine[0]!r}; the bot: {reply[0]!r}"
+
+    # Phone photos: two of 5,000,000 bytes go in one message; a third and a fourth fit the bus,
+    # but not OpenClaw's 25 MiB frame with them, and the fourth is refused in protod's words.
+    photos = [os.path.join(RUN, f"photo{index}.png") for index in range(4)]
+    for index, path in enumerate(photos):
+        with open(path, "wb") as file:
+            file.write(b"\x89PNG\r\n\x1a\n" + bytes([index]) * (5_000_000 - 8))
+    driver.execute_script("arguments[0].hidden = false", picker)
+    for path in photos[:2]:
+        picker.send_keys(path)
+    wait(lambda: "photo1.png (image/png, 5,000,000 bytes)" in listed.text, 30, "two photos listed")
+    started = time.monotonic()
+    set_composer(driver, "two photos")
+    press_enter(driver)
+    both = "You sent 2 images (image/png, 5,000,000 bytes; image/png, 5,000,000 bytes)"
+    wait(lambda: [text for _, text in conversation(driver) if both in text], 90, "the bot's reply to two photos")
+    took = time.monotonic() - started
+    for path in photos:
+        picker.send_keys(path)
+    refused = wait(lambda: "Not attached: the message's frame would be about" in text_of(driver, "notice") and text_of(driver, "notice"), 30,
+                   "the fourth photo refused")
+    assert "the gateway reads frames of at most 26,214,400 bytes: send fewer or smaller images" in refused, refused
+    assert "photo2.png (image/png, 5,000,000 bytes)" in listed.text and "photo3.png" not in listed.text, listed.text
+    driver.execute_script("arguments[0].hidden = true", picker)
+    while listed.find_elements(By.TAG_NAME, "button"):
+        listed.find_elements(By.TAG_NAME, "button")[0].click()
+    return f"a text file and 6 MB refused in words; sent {mine[0]!r}; the bot: {reply[0]!r}; two 5,000,000-byte photos answered in {took:.1f} s; the fourth refused: {refused!r}"
 
 
 def check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed(driver):

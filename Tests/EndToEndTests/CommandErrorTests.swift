@@ -39,7 +39,10 @@ import TetherTesting
         defer { set.stop() }
         let protod = set.run.path + "/protod.cmd"
         let snapd = set.run.path + "/snapd.cmd"
-        let oversized = Self.bytes(#"{"id":{"value":"big"},"content":""# + String(repeating: "x", count: 1_100_000) + #""}"#)
+        let longText = Self.bytes(#"{"id":{"value":"big"},"content":""# + String(repeating: "x", count: 1_100_000) + #""}"#)
+        // Every command but send takes 1 MiB; send takes 32 MiB, for a message's images.
+        let oversized = Self.bytes(#"{"after":0,"limit":10,"padding":""# + String(repeating: "x", count: 1_100_000) + #""}"#)
+        let oversizedSend = Self.bytes(#"{"id":{"value":"huge"},"content":""# + String(repeating: "x", count: 32 << 20) + #""}"#)
         let cases: [(String, [[UInt8]], String, String, String)] = [
             ("one frame", [Self.bytes("only")], protod, "malformed", "this one had 1"),
             ("two frames", [Self.bytes("r2"), Self.bytes("send")], protod, "malformed", "this one had 2"),
@@ -51,7 +54,15 @@ import TetherTesting
                 "a field of the wrong type", [Self.bytes("r8"), Self.bytes("send"), Self.bytes(#"{"id":{"value":"a"},"content":1}"#)], protod, "malformed",
                 "'content' should be a string"
             ),
-            ("oversized", [Self.bytes("r9"), Self.bytes("send"), oversized], protod, "tooLarge", "at most 1048576 bytes"),
+            ("oversized", [Self.bytes("r9"), Self.bytes("journal"), oversized], protod, "tooLarge", "a journal command's body is at most 1048576 bytes"),
+            (
+                "an oversized send", [Self.bytes("r9a"), Self.bytes("send"), oversizedSend], protod, "tooLarge",
+                "a send command's body is at most 33554432 bytes"
+            ),
+            (
+                "a text too long", [Self.bytes("r9b"), Self.bytes("send"), longText], protod, "refused",
+                "the text is 1,100,000 bytes; a message's text is at most 983,038 bytes"
+            ),
             (
                 "attempts below 1",
                 [

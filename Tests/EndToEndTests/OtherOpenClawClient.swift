@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import NIOWebSocket
 import OpenClawWire
 import Synchronization
 import TetherTesting
@@ -77,6 +78,33 @@ final class OtherOpenClawClient: Sendable {
         }
         guard let answer = result.withLock({ $0 }) else { throw TestFailure("no handshake with \(url)") }
         return answer
+    }
+
+    /// Connects, completes the handshake, writes `frame` as one WebSocket frame and waits for
+    /// the gateway to close the connection: its close frame's code, nil when it closed without
+    /// one; throws when it is still open after `timeout`.
+    static func closeAfterWriting(_ frame: String, port: Int, token: String, timeout: Duration = .seconds(30)) async throws -> WebSocketErrorCode? {
+        let url = "ws://127.0.0.1:\(port)"
+        return try await withThrowingTaskGroup(of: WebSocketErrorCode?.self) { group in
+            group.addTask {
+                try await GatewaySocket.connect(url: url, headers: [:], tls: nil, maximumMessageSize: 1 << 24, deadline: .seconds(5)) { connection in
+                    var messages = connection.messages.makeAsyncIterator()
+                    let handshake = OpenClawHandshake(identity: DeviceIdentity(), instanceID: UUID().uuidString, displayName: "Large")
+                    guard
+                        case .ready = await OpenClawConnect.run(
+                            handshake, on: connection, messages: &messages, required: true, url: url, token: token, deviceToken: nil)
+                    else { throw TestFailure("no handshake with \(url)") }
+                    try await connection.write(text: frame)
+                    while await messages.next() != nil {}
+                }?.code
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TestFailure("the gateway kept the connection open \(timeout) after a frame of \(frame.utf8.count) bytes")
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
     }
 
     /// Sends `text` into `session` with a new idempotency key; returns the key.

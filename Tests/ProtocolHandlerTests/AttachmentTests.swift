@@ -78,16 +78,59 @@ import TetherWire
         var notAnImage = text
         notAnImage.content = Data("plain text".utf8).base64EncodedString()
         #expect(ImageAttachments.refusal(for: [notAnImage], text: "")?.description.hasPrefix("b.png is not an image Tether can send") == true)
-        // 800,000 bytes is within the gateway's limit, not within what one bus message carries.
-        let large = try ImageAttachments.attachment(named: "c.png", bytes: Self.png + Data(repeating: 9, count: 800_000 - Self.png.count)).get()
+        // Five images of 4,800,000 bytes are each within the gateway's limit, not together within what one bus message carries.
+        let large = try ImageAttachments.attachment(named: "c.png", bytes: Self.png + Data(repeating: 9, count: 4_800_000 - Self.png.count)).get()
+        #expect(ImageAttachments.refusal(for: Array(repeating: large, count: 5), text: "") == nil)
         #expect(
-            ImageAttachments.refusal(for: [large], text: "")?.description
-                == "the image is 800,000 bytes; with this text, Tether's bus carries at most 737,280 bytes of images with one message (the gateway itself would take up to 5,000,000 bytes an image): send a smaller image"
+            ImageAttachments.refusal(for: Array(repeating: large, count: 6), text: "")?.description
+                == "the images are 28,800,000 bytes; with this text, Tether's bus carries at most 25,116,672 bytes of images with one message (the gateway itself would take up to 5,000,000 bytes an image): send a smaller image"
         )
         #expect(ImageAttachments.isStrictBase64("QUJD") && !ImageAttachments.isStrictBase64("QUJ") && !ImageAttachments.isStrictBase64("QU-_"))
         #expect(!ImageAttachments.isStrictBase64("Q==="), "three padding characters")
         #expect(ImageAttachments.decodedSize(ofBase64: "QUJDRA==") == 4 && (12_345).grouped == "12,345")
         #expect(ImageAttachments.summary([image.note]) == "1 image (image/png, \(Self.png.count) bytes)")
+    }
+
+    @Test func theBusRoomForImagesIsWhatASendCommandAndItsFrameCarryLessTheEnvelopeAndTwiceTheText() {
+        // 32 MiB, less 64 KiB for the envelope: 33,488,896 bytes of base64, 25,116,672 decoded.
+        #expect(ImageAttachments.busRoom(forText: "") == 33_554_432 - 65_536)
+        #expect(ImageAttachments.busRoom(forText: "look") == 33_488_896 - 8)
+        #expect(ImageAttachments.busRoom(forText: "é") == 33_488_896 - 4, "bytes of UTF-8, not characters")
+        // Three images of 5,000,000 bytes fit one bus message and OpenClaw's maxPayload; the
+        // bus would carry five (33,333,340 bytes of base64), the gateway reads only three.
+        let base64 = 6_666_668
+        #expect(Data(repeating: 0, count: 5_000_000).base64EncodedString().utf8.count == base64)
+        #expect(5 * base64 <= ImageAttachments.busRoom(forText: "") && 6 * base64 > ImageAttachments.busRoom(forText: ""))
+        #expect(3 * base64 < 26_214_400 && 4 * base64 > 26_214_400)
+        // A send carrying megabytes waits longer for protod's answer than one of text.
+        let photo = Attachment(name: "p.png", mimeType: "image/png", content: String(repeating: "A", count: base64))
+        #expect(SendMessageCommand.attemptTimeout(for: .init(id: MessageID("t"), content: "hi")) == .milliseconds(2500))
+        #expect(
+            SendMessageCommand.attemptTimeout(for: .init(id: MessageID("f"), content: "", attachments: Array(repeating: photo, count: 4)))
+                == .milliseconds(8500))
+    }
+
+    @Test func aMessagesTextIsLimitedByWhatItsConvMessageCarriesNotByItsImages() {
+        #expect(SendMessageCommand.maximumTextBytes == 983_040)
+        #expect(SendMessageCommand.textRefusal(String(repeating: "x", count: 983_038)) == nil)
+        #expect(
+            SendMessageCommand.textRefusal(String(repeating: "x", count: 983_039))
+                == "the text is 983,039 bytes; a message's text is at most 983,038 bytes: shorten it or send it in parts")
+        // Written as JSON, a control character takes six bytes.
+        #expect(
+            SendMessageCommand.textRefusal(String(repeating: "\u{1}", count: 200_000))
+                == "the text is 200,000 bytes (1,200,000 with its escapes); a message's text is at most 983,038 bytes: shorten it or send it in parts")
+        #expect(SendMessageCommand.textRefusal(String(repeating: "\u{1}", count: 160_000)) == nil)
+        var driver = OpenClawDeliveryTests.Driver()
+        driver.connect("c1", epoch: 1)
+        guard
+            case .refuse(let refusal, _) = driver.machine.admit(
+                SendMessageCommand.Request(id: MessageID("long"), content: String(repeating: "x", count: 2 << 20)), now: OpenClawDeliveryTests.at(0))
+        else {
+            Issue.record("a 2 MiB text was queued")
+            return
+        }
+        #expect(refusal.code == .tooLarge && refusal.description.hasPrefix("the text is 2,097,152 bytes; a message's text is at most"))
     }
 
     // MARK: protod
@@ -192,6 +235,26 @@ import TetherWire
             tooLarge.description
                 == "the message's frame would be about 1,578 bytes with its images in base64; the gateway reads frames of at most 1,000 bytes: send a smaller image"
         )
+        // OpenClaw's own maxPayload takes three images of 5,000,000 bytes in one frame, not four.
+        var openClaw = OpenClawDeliveryTests.Driver()
+        openClaw.handle(
+            .connectionUp(
+                epoch: 1, id: "c1",
+                gateway: GatewayInfo(
+                    dialect: .openclaw, protocolVersion: 4, maximumPayload: 26_214_400, mainSessionKey: "agent:main:main", clockOffsetMilliseconds: 0)))
+        let photo = try ImageAttachments.attachment(named: "p.png", bytes: Self.png + Data(repeating: 5, count: 5_000_000 - Self.png.count)).get()
+        let three = SendMessageCommand.Request(id: MessageID("m6"), content: "three", attachments: Array(repeating: photo, count: 3))
+        #expect(openClaw.machine.admit(three, now: OpenClawDeliveryTests.at(0)).isCommit)
+        let four = SendMessageCommand.Request(id: MessageID("m7"), content: "four", attachments: Array(repeating: photo, count: 4))
+        guard case .refuse(let tooMany, _) = openClaw.machine.admit(four, now: OpenClawDeliveryTests.at(0)) else {
+            Issue.record("four images of 5,000,000 bytes were taken for a 25 MiB frame")
+            return
+        }
+        // 4 × 6,666,668 of base64, 4 × (96 + 5 + 9) for the attachments' fields, 4 of text, 512 for the frame's.
+        #expect(
+            tooMany.description
+                == "the message's frame would be about 26,667,628 bytes with its images in base64; the gateway reads frames of at most 26,214,400 bytes: send fewer or smaller images"
+        )
         // An empty text goes with an image, not without.
         #expect(
             small.machine.admit(SendMessageCommand.Request(id: MessageID("m4"), content: "", attachments: [image]), now: OpenClawDeliveryTests.at(0)).isCommit)
@@ -230,6 +293,26 @@ import TetherWire
         let merge = HistoryMergeTests.merge(
             [turn, HistoryMergeTests.assistant("You said: what is this?\nYou sent 1 image (image/png, 112 bytes)", at: 2)],
             sent: [HistoryMerge.Sent(id: MessageID("m1"), text: "what is this?", createdAt: HistoryMergeTests.at(0.5), attachments: [])])
+        #expect(merge.found == [MessageID("m1")])
+        #expect(!merge.entries.contains { $0.sender == .user }, "the turn was shown as another message: \(merge.entries)")
+    }
+
+    @Test func aUserTurnWhoseImagesTheGatewayOffloadedIsStillTethersMessage() throws {
+        // Over 2,000,000 bytes, OpenClaw saves an image to its media store and appends a line for it to the text.
+        #expect(HistoryMerge.same("a phone photo\n[media attached: media://inbound/6f1c2d]", "a phone photo"))
+        #expect(HistoryMerge.same("two\n[media attached: media://inbound/a1]\n[media attached: media://inbound/b2]", "two"))
+        #expect(HistoryMerge.same("\n[media attached: media://inbound/a1]", ""), "images alone")
+        #expect(!HistoryMerge.same("a phone photo\n[media attached: media://inbound/]", "a phone photo"), "no id")
+        #expect(!HistoryMerge.same("a phone photo\n[media attached: /tmp/x.png]", "a phone photo"), "not the gateway's store")
+        #expect(!HistoryMerge.same("another photo\n[media attached: media://inbound/a1]", "a phone photo"))
+        let json = """
+            {"role": "user", "timestamp": \(OpenClawDeliveryTests.milliseconds(1)), "senderLabel": "\(OpenClawProtocol.ownSenderLabel)",
+             "content": [{"type": "text", "text": "a phone photo\\n[media attached: media://inbound/6f1c2d]"}],
+             "MediaPath": "/home/gw/.openclaw/media/inbound/6f1c2d.png", "__openclaw": {"id": "e1", "seq": 1}}
+            """
+        let turn = try JSONDecoder().decode(ChatTranscriptMessage.self, from: Data(json.utf8))
+        let merge = HistoryMergeTests.merge(
+            [turn], sent: [HistoryMerge.Sent(id: MessageID("m1"), text: "a phone photo", createdAt: HistoryMergeTests.at(0.5), attachments: [])])
         #expect(merge.found == [MessageID("m1")])
         #expect(!merge.entries.contains { $0.sender == .user }, "the turn was shown as another message: \(merge.entries)")
     }

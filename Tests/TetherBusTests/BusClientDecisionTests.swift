@@ -251,16 +251,27 @@ import TetherSchema
         }
     }
 
-    @Test func aBodyOverTheLimitIsRefusedAsTooLarge() {
+    @Test func aBodyOverItsMethodsLimitIsRefusedAsTooLarge() {
+        // Every command but send: 1 MiB.
         let body = [UInt8](repeating: 0x20, count: BusSchema.maximumBodySize + 1)
-        guard case .refused(let drop, let reply, let answer) = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), body]) else {
+        guard case .refused(let drop, let reply, let answer) = CommandFrames([identity, Array("r1".utf8), Array("transcript".utf8), body]) else {
             Issue.record("accepted")
             return
         }
         #expect(drop == BusDrop.oversizedCommand && reply.code == .tooLarge)
+        #expect(reply.message == "the body is 1048577 bytes; a transcript command's body is at most 1048576 bytes")
         #expect(answer?[1] == Array("r1".utf8))
-        let atTheLimit = CommandFrames([identity, Array("r1".utf8), Array("send".utf8), Array(body.dropLast())])
+        let atTheLimit = CommandFrames([identity, Array("r1".utf8), Array("transcript".utf8), Array(body.dropLast())])
         if case .refused = atTheLimit { Issue.record("a body at the limit was refused") }
+        // send carries a message's images: 32 MiB.
+        if case .refused = CommandFrames([identity, Array("r2".utf8), Array("send".utf8), body]) { Issue.record("a send of 1 MiB and a byte was refused") }
+        let largest = [UInt8](repeating: 0x20, count: BusSchema.maximumFrameBodySize)
+        if case .refused = CommandFrames([identity, Array("r3".utf8), Array("send".utf8), largest]) { Issue.record("a send at its limit was refused") }
+        guard case .refused(_, let over, _) = CommandFrames([identity, Array("r4".utf8), Array("send".utf8), largest + [0x20]]) else {
+            Issue.record("a send over 32 MiB was accepted")
+            return
+        }
+        #expect(over == CommandErrorReply(.tooLarge, "the body is 33554433 bytes; a send command's body is at most 33554432 bytes"))
     }
 
     @Test func aCallerWithoutIdentityIsNotAnsweredAndALongRequestIDIsNotEchoed() {

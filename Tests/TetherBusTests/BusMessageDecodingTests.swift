@@ -27,6 +27,38 @@ import TetherTesting
         }
     }
 
+    @Test func gatewayFramesAndSendTakeThirtyTwoMebibytesAndEverythingElseOne() {
+        #expect(BusSchema.maximumFrameBodySize == 33_554_432 && BusSchema.maximumBodySize == 1_048_576)
+        for topic in [Topic.wireInbound, .wireOutbound] {
+            #expect(BusSchema.maximumBodySize(of: .topic(topic.name)) == BusSchema.maximumFrameBodySize, "\(topic)")
+        }
+        for topic in [Topic.conversationMessage, .heartbeat, .approvals, "wire", "wire.outbound", "wire.o", "test.oversized"] {
+            #expect(BusSchema.maximumBodySize(of: .topic(topic.name)) == BusSchema.maximumBodySize, "\(topic)")
+        }
+        #expect(BusSchema.maximumBodySize(of: .command(SendMessageCommand.method)) == BusSchema.maximumFrameBodySize)
+        for method in [TranscriptCommand.method, "display.save", "approve", "wire.out"] {
+            #expect(BusSchema.maximumBodySize(of: .command(method)) == BusSchema.maximumBodySize, "\(method)")
+        }
+        // What a socket lets through: the largest body, and a megabyte more for a command answered tooLarge.
+        #expect(BusSchema.largestBodySize == BusSchema.maximumFrameBodySize)
+        #expect(BusSchema.commandReadLimit == BusSchema.maximumFrameBodySize + BusSchema.maximumBodySize)
+    }
+
+    @Test func aTwoMebibyteBodyIsReadOnAGatewayFrameTopicAndDroppedOnAnyOther() throws {
+        let header = Array(#"{"replay":false,"schema":1,"sequence":1,"source":"x","timestamp":"2026-11-23T10:00:00.000Z"}"#.utf8)
+        let body = [UInt8](repeating: 32, count: 2 << 20)
+        #expect(try BusMessage(frames: [Array("wire.out".utf8), header, body]).body.count == 2 << 20)
+        #expect(throws: BusError.self) { try BusMessage(frames: [Array("conv.message".utf8), header, body]) }
+        let largest = [UInt8](repeating: 32, count: BusSchema.maximumFrameBodySize)
+        #expect(try BusMessage(frames: [Array("wire.in".utf8), header, largest]).body.count == BusSchema.maximumFrameBodySize)
+        do {
+            _ = try BusMessage(frames: [Array("wire.in".utf8), header, largest + [32]])
+            Issue.record("a wire.in body over 32 MiB was read")
+        } catch {
+            #expect("\(error)".contains("body of 33554433 bytes is over the limit of 33554432 for topic 'wire.in'"), "\(error)")
+        }
+    }
+
     @Test func malformedFramesAreRefusedInWords() {
         let header = Array(#"{"replay":false,"schema":1,"sequence":1,"source":"x","timestamp":"2026-11-23T10:00:00.000Z"}"#.utf8)
         let cases: [([[UInt8]], String)] = [

@@ -181,7 +181,9 @@ final class ProxyThread: Sendable {
             return zmq_setsockopt(socket, option, &value, MemoryLayout<Int32>.size)
         }
         // A publisher that sends more than any valid message is cut off rather than let through.
-        var maximumMessageSize = Int64(BusSchema.maximumBodySize + 64 * 1024)
+        // The proxy does not read topics: a body up to the largest limit of any topic passes,
+        // and a subscriber drops one over its own topic's limit.
+        var maximumMessageSize = Int64(BusSchema.largestBodySize + 64 * 1024)
         let options: [(Int32, String)] = [
             (set(frontend, ZMQ_RCVHWM, 100_000), "bus.in's receive limit"), (set(frontend, ZMQ_SNDHWM, 100_000), "bus.in's send limit"),
             (zmq_setsockopt(frontend, ZMQ_MAXMSGSIZE, &maximumMessageSize, MemoryLayout<Int64>.size), "bus.in's largest message"),

@@ -7,6 +7,7 @@ import HummingbirdWebSocket
 public import Logging
 import NIOCore
 import NIOSSL
+import NIOWebSocket
 import Synchronization
 import TetherHTTPServer
 import TetherWire
@@ -181,29 +182,46 @@ public enum DevGateway {
             logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
         }
         // The OpenClaw dialect: any path upgrades, and auth is in the handshake.
-        let onOpenClawUpgrade: @Sendable (OpenClawGateway, WebSocketInboundStream, WebSocketOutboundWriter, any Channel, Logger) async -> Void = {
+        let onOpenClawUpgrade: @Sendable (OpenClawGateway, WebSocketInboundStream, WebSocketOutboundWriter, any Channel, Logger) async throws -> Void = {
             gateway, inbound, outbound, channel, logger in
             let connection = connections.wrappingAdd(1, ordering: .relaxed).newValue
             faults.register(channel)
             defer { faults.unregister(channel) }
             let link = OpenClawClientConnection(connection: connection, outbound: outbound, faults: faults)
             await gateway.opened(link)
+            var ended: (any Error)?
+            let maximumPayload = configuration.openClaw?.maximumPayload ?? 1 << 20
             do {
-                for try await message in inbound.messages(maxSize: configuration.openClaw?.maximumPayload ?? 1 << 20) {
+                // The stream checks a message of several frames against maxPayload, not one of a
+                // single frame (read whole up to the frame limit): that one is checked here.
+                for try await message in inbound.messages(maxSize: maximumPayload) {
                     let text: String
                     switch message {
                     case .text(let value): text = value
                     case .binary(let buffer): text = String(buffer: buffer)
                     }
+                    guard text.utf8.count <= maximumPayload else {
+                        logger.info(
+                            "closed: a message over maxPayload", metadata: ["gateway.connection": "\(connection)", "gateway.bytes": "\(text.utf8.count)"])
+                        try? await outbound.close(.messageTooLarge, reason: nil)
+                        break
+                    }
                     await gateway.handle(text, from: link)
                 }
             } catch {
                 logger.info("connection ended", metadata: ["gateway.connection": "\(connection)", "gateway.error": "\(error)"])
+                ended = error
             }
             await gateway.closed(link)
             logger.info("client disconnected", metadata: ["gateway.connection": "\(connection)"])
+            // Thrown on, the stream's error closes the connection with its code: a message over
+            // maxPayload with 1009, as OpenClaw's gateway closes it.
+            if let ended { throw ended }
         }
-        let maximumFrame = configuration.openClaw?.maximumPayload ?? 1 << 20
+        // OpenClaw's gateway reads and drops the rest of a message over maxPayload, so its client
+        // sees the 1009; a frame read whole up to twice maxPayload is refused the same way here
+        // (a larger one is cut off as it arrives, and its writer may see a reset instead).
+        let maximumFrame = configuration.openClaw.map { 2 * $0.maximumPayload } ?? 1 << 20
         let webSocketConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(ws: .init(maxFrameSize: maximumFrame))
         let plainServer = HTTPServerBuilder.http1WebSocketUpgrade(configuration: webSocketConfiguration) { request, channel, _ in
             if let openClaw {
@@ -211,7 +229,7 @@ public enum DevGateway {
                 // As the real gateway: the challenge can come in the same read as the 101.
                 try channel.pipeline.syncOperations.addHandler(UpgradeCoalescer(frames: 1), position: .first)
                 return .upgrade([:]) { inbound, outbound, context in
-                    await onOpenClawUpgrade(openClaw, inbound, outbound, channel, context.logger)
+                    try await onOpenClawUpgrade(openClaw, inbound, outbound, channel, context.logger)
                 }
             }
             guard request.path == webSocketPath, authorized(request.headerFields), !faults.current.refuseConnections else {

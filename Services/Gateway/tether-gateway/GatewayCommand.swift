@@ -91,8 +91,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "OpenClaw: seconds an exec approval (a message starting with exec:) waits for a decision.")
     var approvalTimeout: Double = 1800
 
-    @Option(help: "OpenClaw: the largest frame the gateway reads, in bytes (its hello's policy.maxPayload; OpenClaw's own is 26214400).")
-    var maxPayload = 1 << 20
+    @Option(help: "OpenClaw: the largest frame the gateway reads, in bytes (its hello's policy.maxPayload; by default OpenClaw's own, 26214400).")
+    var maxPayload = 26_214_400
 
     @Option(help: "OpenClaw: every session's verbose level (off, on or full); a tool's result is sent live only with full.")
     var verboseDefault = "off"
@@ -147,7 +147,7 @@ struct Serve: AsyncParsableCommand {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
         guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
-        guard maxPayload >= 4096 else { throw ValidationError("--max-payload must be at least 4096 bytes") }
+        guard (4096...(1 << 30)).contains(maxPayload) else { throw ValidationError("--max-payload must be from 4096 bytes to 1 GiB") }
         guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1, approvalTimeout > 0 else {
             throw ValidationError(
                 "--model-retry-delay and --follow-up-delay must not be negative, --queue-cap must be at least 1, and --approval-timeout must be positive")

@@ -423,7 +423,7 @@ enum OpenClawDialect: DeliveryDialect {
         }
         return Machine.Refusal(
             .tooLarge,
-            "the message's frame would be about \((OpenClawLink.frameSize(content, attachments: attachments)).grouped) bytes with its images in base64; the gateway reads frames of at most \((link.maximumPayload ?? 0).grouped) bytes: send a smaller image"
+            "the message's frame would be about \((OpenClawLink.frameSize(content, attachments: attachments)).grouped) bytes with its images in base64; the gateway reads frames of at most \((link.maximumPayload ?? 0).grouped) bytes: send \(attachments.count == 1 ? "a smaller image" : "fewer or smaller images")"
         )
     }
 }

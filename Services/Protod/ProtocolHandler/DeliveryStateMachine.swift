@@ -131,7 +131,7 @@ public struct DeliveryStateMachine: Sendable {
         case empty
         /// A `latestOnly` message names no kind, so nothing says what it replaces.
         case noKind
-        /// Larger than the open gateway reads in one frame.
+        /// Larger than the open gateway reads in one frame, or a text longer than the bus carries.
         case tooLarge
         /// The outbox holds as many messages never written as it may (and refuses when full).
         case outboxFull
@@ -258,6 +258,7 @@ public struct DeliveryStateMachine: Sendable {
                 return .refuse(Refusal(.attachmentRefused, refusal.description), actions: [])
             }
         }
+        if let refusal = SendMessageCommand.textRefusal(request.content) { return .refuse(Refusal(.tooLarge, refusal), actions: []) }
         // A message of images alone is sent as OpenClaw's gateway takes one: with no text.
         guard !attachments.isEmpty || !request.content.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return .refuse(

@@ -375,9 +375,10 @@ public struct HistoryMerge: Sendable, Equatable {
     static let truncationMark = "\n...(truncated)..."
 
     /// Whether a history entry's text is a message's: the same, or the same shortened by the
-    /// gateway, or the same once the time stamp the gateway strips from the start is gone.
+    /// gateway, or the same once the time stamp the gateway strips from the start is gone, or
+    /// the same with a line for each image the gateway saved to its media store.
     static func same(_ historyText: String?, _ text: String) -> Bool {
-        guard let historyText else { return false }
+        guard let historyText = historyText.map(withoutOffloadedImages) else { return false }
         if historyText == text || shortened(historyText, of: text) { return true }
         let unstamped = withoutTimeStamp(text)
         return unstamped != text && (historyText == unstamped || shortened(historyText, of: unstamped))
@@ -388,6 +389,24 @@ public struct HistoryMerge: Sendable, Equatable {
         guard historyText.hasSuffix(truncationMark) else { return false }
         let kept = historyText.dropLast(truncationMark.count)
         return !kept.isEmpty && text.count > kept.count && text.hasPrefix(kept)
+    }
+
+    /// What OpenClaw's `chat.send` appends to a message, a line for each image over 2,000,000
+    /// bytes it saves to its media store instead of passing it inline, after a line break:
+    /// `[media attached: media://inbound/ID]`.
+    static let offloadedImageMark = "[media attached: media://inbound/"
+
+    /// A history entry's text without the lines OpenClaw appended for its offloaded images.
+    static func withoutOffloadedImages(_ historyText: String) -> String {
+        var text = Substring(historyText)
+        while text.hasSuffix("]"), let newline = text.lastIndex(of: "\n") {
+            let line = text[text.index(after: newline)...]
+            guard line.hasPrefix(offloadedImageMark) else { break }
+            let id = line.dropFirst(offloadedImageMark.count).dropLast()
+            guard !id.isEmpty, !id.contains(where: { $0 == "]" || $0.isWhitespace }) else { break }
+            text = text[..<newline]
+        }
+        return String(text)
     }
 
     /// A text without the time stamp the gateway strips from the start of a user entry

@@ -81,7 +81,7 @@ public struct Conversation: Sendable {
         var request = options ?? SendMessageCommand.Request(id: id, content: text)
         request.id = id
         request.content = text
-        let attempt = min(Self.sendAttempt, timeout)
+        let attempt = min(SendMessageCommand.attemptTimeout(for: request), timeout)
         let answer: Result<SendMessageCommand.Reply, BusError>
         do {
             answer = .success(
@@ -132,9 +132,6 @@ public struct Conversation: Sendable {
         case .timeUp: return await tracker.timedOut(asking: bus, request)
         }
     }
-
-    /// How long each attempt of the send command waits for protod's answer.
-    static let sendAttempt = Duration.milliseconds(2500)
 
     /// A wait on `clock` until `timeout` from now: the deadline is taken here, not when the wait starts.
     private static func timer(on clock: some Clock<Duration>, after timeout: Duration) -> @Sendable () async throws -> Void {

@@ -93,7 +93,8 @@ public struct WebBridge: Sendable {
                 return PageMessage.answer(["type": "problem", "message": "a send needs an id and content"])
             }
             do {
-                let reply = try await bus.request(SendMessageCommand.self, .init(id: MessageID(id), content: content, attachments: request.attachments))
+                let send = SendMessageCommand.Request(id: MessageID(id), content: content, attachments: request.attachments)
+                let reply = try await bus.request(SendMessageCommand.self, send, timeout: SendMessageCommand.attemptTimeout(for: send))
                 var fields: [String: Any] = ["type": "sendResult", "id": id, "status": reply.status.rawValue]
                 if let warning = reply.warning { fields["warning"] = warning }
                 return PageMessage.answer(fields)

@@ -5,6 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 public import Logging
 import NIOCore
+import NIOWebSocket
 public import ServiceLifecycle
 import Synchronization
 public import TetherBus
@@ -31,11 +32,14 @@ public struct WebConfiguration: Sendable {
 
 /// tether-web: one page and a WebSocket that bridges it to the bus, behind ``WebAccess``.
 public enum WebServer {
-    /// Frames are read whole up to this many times ``PageLimits/frameBytes``, and a message
-    /// over that is refused (1009) once read: a server that closes while the page still writes
-    /// leaves data unread, the close becomes a reset, and the page would see no 1009, so it
-    /// would not know its message can never be sent.
-    static let frameReadFactor = 16
+    /// The largest WebSocket frame tether-web reads whole: a message over
+    /// ``PageLimits/frameBytes`` and within this is read, then refused (1009). A server that
+    /// closes while the page still writes leaves data unread, the close becomes a reset, and
+    /// the page would see no 1009, so it would not know its message can never be sent; a page
+    /// that keeps to the limits it is told never sends more than `frameBytes`. Twice
+    /// `frameBytes` (64 MiB) answers a page that believes in limits up to twice ours, and
+    /// bounds what one page can make tether-web hold: one frame at a time, at most this.
+    static let frameReadLimit = 2 * PageLimits.standard.frameBytes
 
     /// The services of tether-web: the web application, and what follows the connection for
     /// a new page's first frame.
@@ -107,8 +111,15 @@ public enum WebServer {
                         if let text = PageMessage.bus(message) { try await outbound.write(.text(text)) }
                     }
                 }
+                // The stream checks a message of several frames against frameBytes, not one of a
+                // single frame (read whole up to frameReadLimit): that one is checked here.
                 for try await message in inbound.messages(maxSize: limits.frameBytes) {
                     guard case .text(let text) = message else { continue }
+                    guard text.utf8.count <= limits.frameBytes else {
+                        context.logger.notice("closed: a message from the page over its limit", metadata: ["web.bytes": "\(text.utf8.count)"])
+                        try await outbound.close(.messageTooLarge, reason: "message too large")
+                        break
+                    }
                     if let focused = PageMessage.attention(in: text) {
                         pages.attention(of: page, focused: focused)
                         continue
@@ -131,7 +142,7 @@ public enum WebServer {
                 GuardedChildChannel(
                     inner: HTTP1WebSocketUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder,
-                        configuration: .init(maxFrameSize: limits.frameBytes * Self.frameReadFactor)))
+                        configuration: .init(maxFrameSize: Self.frameReadLimit)))
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "tether-web"),
             onServerRunning: { channel in

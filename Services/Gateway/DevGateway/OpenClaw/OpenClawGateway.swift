@@ -31,7 +31,7 @@ public struct OpenClawGatewaySettings: Sendable {
 
     public init(
         protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
-        maximumPayload: Int = 1 << 20, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
+        maximumPayload: Int = 26_214_400, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
         approvalTimeout: Duration = .seconds(1800), verboseDefault: String = "off"
     ) {
         self.approvalTimeout = approvalTimeout

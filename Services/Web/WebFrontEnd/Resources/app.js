@@ -49,7 +49,7 @@ const entries = new Map();
 const streams = new Map();
 const utf8 = new TextEncoder();
 /** The sizes tether-web reads and carries (PageLimits); a snapshot brings them again. */
-let limits = frame.limits || { messageBytes: 1044480, draftBytes: 1044480, frameBytes: 1114112, gatewayOverheadBytes: 512, attachmentBytes: 983040, imageBytes: 5000000 };
+let limits = frame.limits || { messageBytes: 983040, draftBytes: 1044480, frameBytes: 33619968, gatewayOverheadBytes: 512, gatewayAttachmentOverheadBytes: 96, attachmentBytes: 33488896, imageBytes: 5000000 };
 /** OpenClaw: the largest frame the gateway reads, from conn.state; null when not known. */
 let gatewayPayload = (frame.connection && frame.connection.gateway && frame.connection.gateway.maximumPayload) || null;
 
@@ -112,11 +112,20 @@ function attachmentsTooLarge(images, text) {
   if (images.length === 0) return null;
   const total = images.reduce((sum, image) => sum + image.content.length, 0);
   const room = limits.attachmentBytes - 2 * utf8.encode(text).length;
-  if (total <= room) return null;
   const decoded = images.reduce((sum, image) => sum + image.bytes, 0);
-  return "the image" + (images.length === 1 ? " is " : "s are ") + grouped(decoded) + " bytes; with this text, Tether's bus carries at most "
-    + grouped(Math.max(0, Math.floor(room / 4) * 3)) + " bytes of images with one message (the gateway itself would take up to "
-    + grouped(limits.imageBytes) + " bytes an image): send a smaller image";
+  if (total > room) {
+    return "the image" + (images.length === 1 ? " is " : "s are ") + grouped(decoded) + " bytes; with this text, Tether's bus carries at most "
+      + grouped(Math.max(0, Math.floor(room / 4) * 3)) + " bytes of images with one message (the gateway itself would take up to "
+      + grouped(limits.imageBytes) + " bytes an image): send a smaller image";
+  }
+  // OpenClaw: the whole chat.send frame within the gateway's maxPayload, as protod measures it.
+  const frameSize = utf8.encode(text).length + limits.gatewayOverheadBytes
+    + images.reduce((sum, image) => sum + image.content.length + limits.gatewayAttachmentOverheadBytes + utf8.encode(image.name).length + image.mimeType.length, 0);
+  if (gatewayPayload && frameSize > gatewayPayload) {
+    return "the message's frame would be about " + grouped(frameSize) + " bytes with its images in base64; the gateway reads frames of at most "
+      + grouped(gatewayPayload) + " bytes: send " + (images.length === 1 ? "a smaller image" : "fewer or smaller images");
+  }
+  return null;
 }
 
 /** Reads a file the person chose, pasted or dropped, and attaches it, or says in words why not. */
