@@ -202,6 +202,9 @@ def check_a_reply_in_markdown_is_drawn_and_nothing_in_it_runs(driver):
     code = markdown.find_element(By.CSS_SELECTOR, "div.code pre code")
     assert code.text == "print('<b>hi</b>')" and code.get_attribute("class") == "language-python", code.get_attribute("outerHTML")
     assert markdown.find_element(By.CSS_SELECTOR, "blockquote").text == "quoted"
+    if os.environ.get("TETHER_MARKDOWN_SHOT"):  # the picture in docs/WEB.md
+        driver.execute_script("arguments[0].scrollIntoView()", item)
+        driver.save_screenshot(os.environ["TETHER_MARKDOWN_SHOT"])
     copy = markdown.find_element(By.CSS_SELECTOR, "div.code button.copy")
     assert copy.get_attribute("aria-label") == "Copy the python code"
     copy.click()

@@ -151,9 +151,10 @@ import WebFrontEnd
                 "<span class=\"who\">You:</span> <span class=\"text\">&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quoted&quot;</span>"))
         #expect(page.contains("✓✓ delivered"))
         #expect(page.contains(">half &lt;typed&gt;</textarea>"))
-        #expect(page.components(separatedBy: "</script>").count == 3, "only the page's own two script elements close")
+        #expect(page.components(separatedBy: "</script>").count == 4, "only the page's own three script elements close")
         #expect(page.contains("role=\"status\" aria-live=\"polite\""))
         #expect(!page.contains("s3cret"))
         #expect(page.contains("<script src=\"/s/abc/app.js\">"), "the page's files are asked for under its path")
+        #expect(page.contains("<script src=\"/s/abc/markdown.js\">"))
     }
 }
