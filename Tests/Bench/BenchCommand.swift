@@ -47,7 +47,7 @@ struct Measure: AsyncParsableCommand {
     var preset = "default"
 
     @Option(parsing: .upToNextOption, help: "Lengths in bytes of the replies whose bytes on the bus are measured.")
-    var replyBytes = [1_000, 100_000, 1_000_000]
+    var replyBytes = [1_000, 100_000, 900_000]
 
     @OptionGroup var frontEnd: FrontEndOptions
 
