@@ -163,9 +163,9 @@ public enum ModelsCommand: BusCommand {
             self.current = current
         }
 
-        /// A line a model, the session's marked `*`.
+        /// A line a model, the session's marked `*`; a line saying so when the gateway lists none.
         public var lines: [String] {
-            models.map { ($0.reference == current ? "* " : "  ") + $0.line }
+            models.isEmpty ? ["(the gateway lists no model)"] : models.map { ($0.reference == current ? "* " : "  ") + $0.line }
         }
     }
 }

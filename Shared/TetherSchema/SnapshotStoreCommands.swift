@@ -196,6 +196,8 @@ public enum AroundCommand: BusCommand {
 
     /// The most entries asked for on either side.
     public static let sideLimit = 50
+    /// How many entries on either side show a search hit in its conversation in a front end.
+    public static let hitContext = 5
 
     public struct Request: Codable, Sendable {
         /// The entry's place in the store (a hit's `position`).
@@ -205,7 +207,7 @@ public enum AroundCommand: BusCommand {
         /// OpenClaw: only the entries of this session (the entry's own), and those naming none; nil: every session's.
         public var session: String?
 
-        public init(position: Int, count: Int = 3, session: String? = nil) {
+        public init(position: Int, count: Int = AroundCommand.hitContext, session: String? = nil) {
             self.position = position
             self.count = count
             self.session = session
@@ -229,6 +231,11 @@ public enum AroundCommand: BusCommand {
 extension AroundCommand.Reply {
     /// The longest a message is shown on its one line, in characters.
     public static let lineLimit = 300
+
+    /// What a front end heads the lines with.
+    public var title: String {
+        "The message found in its conversation" + (focus == nil ? " (the message itself is no longer stored)" : "")
+    }
 
     /// The message in its conversation as plain text, a line a message, oldest first: the
     /// entry at the position marked `▶`, the others indented; `TIME  Opta: You said: …` with

@@ -28,7 +28,7 @@ public enum LocalCommandRunner {
             case .listModels:
                 let reply = try await bus.request(ModelsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
                 return .list(
-                    title: "The gateway's models (/model NAME chooses one)", lines: reply.models.isEmpty ? ["(the gateway lists no model)"] : reply.lines)
+                    title: "The gateway's models (/model NAME chooses one)", lines: reply.lines)
             case .listAgents:
                 let reply = try await bus.request(AgentsCommand.self, .init(), timeout: .seconds(16), attempts: 1)
                 return .list(title: "The gateway's agents (/agent ID chats in one's main session)", lines: AgentsCommand.lines(of: reply))

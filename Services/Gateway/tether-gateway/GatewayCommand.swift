@@ -92,7 +92,7 @@ struct Serve: AsyncParsableCommand {
     var approvalTimeout: Double = 1800
 
     @Option(help: "OpenClaw: the largest frame the gateway reads, in bytes (its hello's policy.maxPayload; by default OpenClaw's own, 26214400).")
-    var maxPayload = 26_214_400
+    var maxPayload = OpenClawGatewaySettings.openClawMaximumPayload
 
     @Option(help: "OpenClaw: every session's verbose level (off, on or full); a tool's result is sent live only with full.")
     var verboseDefault = "off"

@@ -124,7 +124,7 @@ public struct NotificationMachine: DrivenMachine {
     public mutating func handle(_ event: Event, now: Instant) -> [Action] {
         switch event {
         case .frontEnds(let attached):
-            let looked = frontEnds == nil ? true : someoneLooks
+            let looked = someoneLooks
             frontEnds = attached
             guard !looked, someoneLooks, let shown = replies else { return [] }
             // Back at a front end: the replies are on the screen.
@@ -153,7 +153,7 @@ public struct NotificationMachine: DrivenMachine {
         if seenOrder.count > Self.rememberedReplies { seenReplies.remove(seenOrder.removeFirst()) }
         guard !someoneLooks else { return [] }
         let body = NotificationText.firstLine(of: entry.content)
-        let bot = NotificationText.shortened(NotificationText.firstLine(of: name), to: 40)
+        let bot = NotificationText.firstLine(of: name, limit: 40)
         if var shown = replies, now - shown.lastAt < Self.coalescing {
             shown.count += 1
             shown.lastAt = now

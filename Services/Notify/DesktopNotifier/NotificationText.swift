@@ -34,19 +34,15 @@ public enum NotificationText {
         for word in text.split(separator: " ", omittingEmptySubsequences: false).map(String.init) {
             let bare = withoutQuotes(word)
             let lowered = bare.lowercased()
-            if hideNext, !word.isEmpty {
-                // `Authorization: Bearer VALUE`: the scheme stays, the value goes.
-                if lowered == "bearer" || lowered == "basic" {
-                    words.append(word)
-                    continue
-                }
-                words.append(SecretNames.mask)
-                hideNext = false
-                continue
-            }
+            // `Authorization: Bearer VALUE`: the scheme stays, the value goes.
             if lowered == "bearer" || lowered == "basic" {
                 words.append(word)
                 hideNext = true
+                continue
+            }
+            if hideNext, !word.isEmpty {
+                words.append(SecretNames.mask)
+                hideNext = false
                 continue
             }
             if let separator = bare.firstIndex(where: { $0 == "=" || $0 == ":" }), !bare.contains("://") {

@@ -21,11 +21,6 @@ public enum SecretRedactor {
         return data
     }
 
-    /// Whether a field of this name holds a secret (``SecretNames/isSecret(fieldName:)``).
-    public static func isSecret(fieldName: String) -> Bool {
-        SecretNames.isSecret(fieldName: fieldName)
-    }
-
     /// Whether a field counts tokens of a model's context (`totalTokens: 1540`): a number
     /// under a plural name, which no secret is.
     static func isCount(fieldName: String, _ value: Any) -> Bool {
@@ -37,7 +32,7 @@ public enum SecretRedactor {
         case let object as [String: Any]:
             var result: [String: Any] = [:]
             for (key, field) in object {
-                if isSecret(fieldName: key), !(field is NSNull), !isCount(fieldName: key, field) {
+                if SecretNames.isSecret(fieldName: key), !(field is NSNull), !isCount(fieldName: key, field) {
                     result[key] = mask
                     changed = true
                 } else {

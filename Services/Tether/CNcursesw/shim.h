@@ -207,10 +207,15 @@ static inline void tether_tui_stop_process(void) {
 static inline int tether_tui_rows(void) { return getmaxy(stdscr); }
 static inline int tether_tui_columns(void) { return getmaxx(stdscr); }
 
-/// Writes a whole row: UTF-8 text in a style; the rest of the row is cleared.
-static inline void tether_tui_row(int row, const char *text, int style) {
+/// Starts writing a row of runs (`tether_tui_span`): the row is cleared.
+static inline void tether_tui_row_start(int row) {
     move(row, 0);
     clrtoeol();
+}
+
+/// Writes a whole row: UTF-8 text in a style; the rest of the row is cleared.
+static inline void tether_tui_row(int row, const char *text, int style) {
+    tether_tui_row_start(row);
     if (style != TETHER_STYLE_PLAIN && has_colors()) attron(COLOR_PAIR(style));
     if (style == TETHER_STYLE_TITLE && !has_colors()) attron(A_REVERSE);
     addstr(text);
@@ -224,12 +229,6 @@ static inline void tether_tui_row(int row, const char *text, int style) {
         }
         attrset(A_NORMAL);
     }
-}
-
-/// Starts writing a row of runs (`tether_tui_span`): the row is cleared.
-static inline void tether_tui_row_start(int row) {
-    move(row, 0);
-    clrtoeol();
 }
 
 /// Writes a run of UTF-8 text where the last one ended, with attributes (TETHER_ATTRIBUTE_…,

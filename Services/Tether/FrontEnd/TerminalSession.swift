@@ -32,8 +32,6 @@ public final class TerminalSession: Sendable {
     }
 
     public static let frontEndName = "tether"
-    /// How many messages before and after a search hit show it in its conversation.
-    static let hitContext = 5
 
     /// Opens the session on `frame`, snapd's first frame.
     public init(bus: any Bus, frame: FirstFrame) {
@@ -120,10 +118,9 @@ public final class TerminalSession: Sendable {
         case .action(.showHit(let hit), _):
             do {
                 let reply = try await bus.request(
-                    AroundCommand.self, .init(position: hit.position, count: Self.hitContext, session: hit.entry.session), timeout: .seconds(5), attempts: 2)
+                    AroundCommand.self, .init(position: hit.position, session: hit.entry.session), timeout: .seconds(5), attempts: 2)
                 let shown = screen.withLock { $0.shownSession }
-                let gone = reply.focus == nil ? " (the message itself is no longer stored)" : ""
-                show("The message found in its conversation\(gone) (any key closes):", SearchResults.context(reply, shown: shown))
+                show(reply.title + " (any key closes):", SearchResults.context(reply, shown: shown))
             } catch {
                 report("cannot show the message in its conversation: \(error)")
             }
@@ -311,8 +308,9 @@ public final class TerminalSession: Sendable {
         tether_tui_show()
         // Links become hyperlinks once ncurses has drawn their text.
         for write in writes {
+            guard let spans = write.row.spans, spans.contains(where: { $0.style.link != nil }) else { continue }
             var column = 0
-            for span in write.row.spans ?? [] {
+            for span in spans {
                 if let link = span.style.link { tether_tui_hyperlink(Int32(write.index), Int32(column), link, span.text) }
                 column += TerminalText.columns(of: span.text)
             }

@@ -62,7 +62,6 @@ struct Models: AsyncParsableCommand {
             return
         }
         for line in reply.lines { print(TerminalSafe.visible(line, newlines: false)) }
-        if reply.models.isEmpty { print("(the gateway lists no model)") }
     }
 }
 

@@ -65,8 +65,6 @@ public struct WebBridge: Sendable {
     public static let frontEnd = "tether-web"
     /// How many stored entries a page starts with.
     public static let firstFrameEntries = 200
-    /// How many messages before and after a search hit show it in its conversation.
-    static let hitContext = 5
 
     private let bus: any Bus
 
@@ -144,11 +142,11 @@ public struct WebBridge: Sendable {
             do {
                 let reply =
                     try await bus.request(
-                        AroundCommand.self, .init(position: position, count: Self.hitContext, session: request.session), timeout: .seconds(5), attempts: 2)
+                        AroundCommand.self, .init(position: position, session: request.session), timeout: .seconds(5), attempts: 2)
                     as AroundCommand.Reply
                 var fields: [String: Any] = [
                     "type": "command", "id": id, "handled": true,
-                    "title": "The message found in its conversation" + (reply.focus == nil ? " (the message itself is no longer stored)" : ""),
+                    "title": reply.title,
                     "lines": reply.lines { (date: Date) in date.formatted(.iso8601) },
                 ]
                 if let focus = reply.focus { fields["focus"] = focus }

@@ -6,6 +6,9 @@ import TetherService
 
 /// How the OpenClaw dialect of the development gateway behaves.
 public struct OpenClawGatewaySettings: Sendable {
+    /// The real gateway's frame limit (`policy.maxPayload`, 25 MiB), the default here.
+    public static let openClawMaximumPayload = 26_214_400
+
     /// The protocol versions it speaks: 3...4 by default; 3...3 is a gateway before 2026.5.12,
     /// 4...4 one from it on (which refuses protocol-3 clients).
     public var protocols: ClosedRange<Int>
@@ -31,7 +34,7 @@ public struct OpenClawGatewaySettings: Sendable {
 
     public init(
         protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
-        maximumPayload: Int = 26_214_400, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
+        maximumPayload: Int = openClawMaximumPayload, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
         approvalTimeout: Duration = .seconds(1800), verboseDefault: String = "off"
     ) {
         self.approvalTimeout = approvalTimeout
