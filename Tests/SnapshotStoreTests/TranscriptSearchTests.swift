@@ -92,6 +92,29 @@ import TetherWire
         #expect(gone.focus == nil && gone.entries.count <= 2 && !gone.entries.contains { $0.id.value == "m4" }, "\(gone.entries.map(\.id.value))")
     }
 
+    /// Starts longer than the index keeps as terms are searched as the words that begin with
+    /// them, found in the index; beyond ``TranscriptStore/searchedWordsLimit`` such words, as a
+    /// start again. Either way every word beginning so is found, newest first.
+    @Test func aLongStartFindsEveryWordBeginningWithIt() async throws {
+        let run = try TestRunDirectory()
+        let store = try TranscriptStore(path: run.path + "/snapd.sqlite")
+        try await store.apply(entry("a", "the deployment failed"))
+        try await store.apply(entry("b", "deploy again"))
+        try await store.apply(entry("c", "two deployments are running"))
+        try await store.apply(entry("d", "Déploiement fini"))
+        try await store.apply(entry("e", "deployment of deployments"))
+        #expect(try await found(store, "deploym") == ["e", "c", "a"])
+        #expect(try await found(store, "deployments") == ["e", "c"])
+        #expect(try await found(store, "deployment running") == ["c"])
+        #expect(try await found(store, "deploiement") == ["d"])
+        #expect(try await found(store, "deploymentz") == [], "no word begins so")
+        #expect(try await found(store, "deploymentz deploy") == [])
+        let many = TranscriptStore.searchedWordsLimit + 5
+        for index in 0..<many { try await store.apply(entry("w\(index)", "configuration\(index) changed")) }
+        #expect(try await found(store, "configurat", limit: 100) == (0..<many).reversed().map { "w\($0)" })
+        #expect(try await found(store, "configuration1") == ((10...19).reversed() + [1]).map { "w\($0)" }, "configuration1 and 10 to 19")
+    }
+
     /// A store made before the index existed gets it, with what it holds, when it is opened.
     @Test func anOlderStoreIsIndexedWhenOpened() async throws {
         let run = try TestRunDirectory()
@@ -102,11 +125,45 @@ import TetherWire
         }
         let queue = try DatabaseQueue(path: path)
         try await queue.write { db in
-            try db.execute(sql: "DROP TABLE transcript_search; DROP TRIGGER transcript_search_insert; DROP TRIGGER transcript_search_delete")
-            try db.execute(sql: "DROP TRIGGER transcript_search_update; DELETE FROM grdb_migrations WHERE identifier = 'add search'")
+            try db.execute(sql: "DROP TABLE transcript_terms; DROP TABLE transcript_search; DROP TRIGGER transcript_search_insert")
+            try db.execute(sql: "DROP TRIGGER transcript_search_delete; DROP TRIGGER transcript_search_update")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier IN ('add search', 'index word starts')")
         }
         try queue.close()
         let reopened = try TranscriptStore(path: path)
         #expect(try await found(reopened, "written") == ["kept"])
+    }
+
+    /// A store indexed before word starts were kept as terms is indexed again when opened.
+    @Test func aStoreIndexedWithoutWordStartsIsIndexedAgain() async throws {
+        let run = try TestRunDirectory()
+        let path = run.path + "/snapd.sqlite"
+        do {
+            let store = try TranscriptStore(path: path)
+            try await store.apply(entry("kept", "written with the first index"))
+        }
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            // The index as the migration "add search" made it.
+            try db.execute(sql: "DROP TABLE transcript_terms; DROP TABLE transcript_search")
+            try db.execute(
+                sql: """
+                    CREATE VIRTUAL TABLE transcript_search USING fts5(
+                        content, content='transcript', content_rowid='position', tokenize='unicode61 remove_diacritics 2');
+                    INSERT INTO transcript_search(transcript_search) VALUES ('rebuild');
+                    DELETE FROM grdb_migrations WHERE identifier = 'index word starts';
+                    """)
+        }
+        try queue.close()
+        let reopened = try TranscriptStore(path: path)
+        #expect(try await found(reopened, "writ") == ["kept"])
+        #expect(try await found(reopened, "written with") == ["kept"])
+        try await reopened.apply(entry("new", "written after"))
+        #expect(try await found(reopened, "written") == ["new", "kept"])
+        let reader = try DatabaseQueue(path: path)
+        let definition = try await reader.read { db in
+            try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'transcript_search'")
+        }
+        #expect(definition?.contains("prefix='1 2 3 4 5 6'") == true, "\(definition ?? "no index")")
     }
 }
