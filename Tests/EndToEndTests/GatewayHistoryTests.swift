@@ -120,6 +120,37 @@ import TetherWire
         #expect(set.openClawTranscript().map(\.role) == ["user", "assistant"], "\(set.openClawTranscript())")
     }
 
+    /// The gateway answers `chat.history` with up to 6 MiB of JSON and cuts each text at 8,000
+    /// characters, not bytes: 48 entries of 8,000 CJK characters make a frame of 1.1 MB. connd
+    /// reads it whole, and protod, which writes nothing on a new connection until the history
+    /// is read, sends again at once.
+    @Test func aHistoryOverAMebibyteIsReadAndSendingGoesOn() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3")
+        defer { set.stop() }
+        let text = String(repeating: "字", count: 8000)
+        for index in 0..<24 {
+            let send = try set.tether(["send", "\(index)\(text)"])
+            #expect(send.status == 0, "send \(index): \(send.standardError)")
+        }
+        let bus = try set.busClient("history-test")
+        defer { Task { await bus.close() } }
+        let states = try await BusRecorder<ConnectionStatus>(bus: bus, topic: .connectionState)
+        let killed = ContinuousClock.now
+        #expect(try await set.killAndAwaitRestart("connd"))
+        let connecting = try await states.waitFor(timeout: .seconds(20), since: killed) { $0.phase == .connecting }
+        let connected = try await states.waitFor(timeout: .seconds(20), since: connecting.receivedAt) { $0.phase == .connected }
+        let after = try set.tether(["send", "after", "the", "restart"])
+        #expect(after.status == 0 && after.standardOutput == "You said: after the restart\n", "\(after.standardOutput) \(after.standardError)")
+        let since = await states.entries.filter { $0.receivedAt > connected.receivedAt }.map(\.value)
+        #expect(
+            since.allSatisfy { $0.phase == .connected && $0.epoch == connected.value.epoch },
+            "the connection did not last: \(since.map { "\($0.phase) \($0.epoch) \($0.lastError ?? "")" })")
+        let dropped = set.log(of: "connd").split(separator: "\n").filter { $0.contains("message too large") || $0.contains("dropped a frame") }
+        #expect(dropped.isEmpty, "\(dropped)")
+        let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
+        #expect(entries.count == 50, "\(entries.count) entries")
+    }
+
     @Test func aLongMessageTheGatewaysHistoryShortensIsStillRecognised() async throws {
         let set = try await ComposedSet.openClaw(protocols: "3")
         defer { set.stop() }

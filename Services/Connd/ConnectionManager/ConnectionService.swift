@@ -18,7 +18,8 @@ public struct ConnectionConfiguration: Sendable {
     public var caFile: String?
     /// How long a graceful close (suspend, shutdown) may take.
     public var closeDeadline: Duration
-    /// The largest frame accepted from the gateway.
+    /// The largest frame accepted from the gateway. 16 MiB by default, as OpenClaw's own
+    /// clients read: its `chat.history` answers hold up to 6 MiB of JSON.
     public var maximumFrameSize: Int
     /// How long an attempt may take from the TCP connect to the end of the WebSocket upgrade
     /// (TLS handshake included); a gateway that takes longer is given up on.
@@ -46,7 +47,7 @@ public struct ConnectionConfiguration: Sendable {
 
     public init(
         url: String, credential: CredentialSource, policy: ReconnectPolicy = .default, caFile: String? = nil,
-        closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 1 << 20, upgradeDeadline: Duration = .seconds(5),
+        closeDeadline: Duration = .seconds(5), maximumFrameSize: Int = 16 << 20, upgradeDeadline: Duration = .seconds(5),
         failedKnockInterval: Duration? = .seconds(30), dialect: WireDialect? = .seed,
         deviceKeys: DeviceKeyStore = DeviceKeyStore(directory: DeviceKeyStore.defaultDirectory),
         pairingCheckInterval: Duration = .seconds(5), approvals: Bool = false
