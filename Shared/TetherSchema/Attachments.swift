@@ -78,21 +78,23 @@ public enum ImageAttachments {
 
     /// An attachment of a file's bytes, or why it cannot be sent, in words.
     public static func attachment(named name: String, bytes: Data) -> Result<Attachment, AttachmentRefusal> {
-        imageType(named: name, bytes: bytes).map { Attachment(name: name, mimeType: $0, content: bytes.base64EncodedString()) }
+        imageType(named: name, head: bytes.prefix(12), size: bytes.count).map {
+            Attachment(name: name, mimeType: $0, content: bytes.base64EncodedString())
+        }
     }
 
-    /// The image type a file's bytes hold, or why they cannot be sent, in words.
-    static func imageType(named name: String, bytes: Data) -> Result<String, AttachmentRefusal> {
-        guard !bytes.isEmpty else { return .failure(AttachmentRefusal("\(name) is empty: there is no image to send")) }
-        guard let type = sniff(bytes) else {
+    /// The image type of a file that starts with `head` and is `size` bytes long, or why it
+    /// cannot be sent, in words.
+    static func imageType(named name: String, head: some Collection<UInt8>, size: Int) -> Result<String, AttachmentRefusal> {
+        guard size > 0 else { return .failure(AttachmentRefusal("\(name) is empty: there is no image to send")) }
+        guard let type = sniff(head) else {
             return .failure(
                 AttachmentRefusal(
                     "\(name) is not an image Tether can send: only PNG, JPEG, GIF and WebP are, told by the file's bytes, not its name (the gateway would drop anything else without a word)"
                 ))
         }
-        guard bytes.count <= maximumBytes else {
-            return .failure(
-                AttachmentRefusal("\(name) is \(bytes.count.grouped) bytes; the gateway takes images of at most \(maximumBytes.grouped) bytes"))
+        guard size <= maximumBytes else {
+            return .failure(AttachmentRefusal("\(name) is \(size.grouped) bytes; the gateway takes images of at most \(maximumBytes.grouped) bytes"))
         }
         return .success(type)
     }
@@ -122,10 +124,12 @@ public enum ImageAttachments {
         // A message without images is the text's own business (its limits are checked elsewhere).
         guard !attachments.isEmpty else { return nil }
         for attachment in attachments {
-            guard isStrictBase64(attachment.content), let bytes = Data(base64Encoded: attachment.content) else {
+            // Strict base64 is checked whole; of the bytes only the first 12 are decoded (16
+            // characters, never padded when more follow), for the type: the size is the length's.
+            guard isStrictBase64(attachment.content), let head = Data(base64Encoded: String(attachment.content.prefix(16))) else {
                 return AttachmentRefusal("\(attachment.name): its content is not base64 (standard alphabet, padded, no line breaks)")
             }
-            switch imageType(named: attachment.name, bytes: bytes) {
+            switch imageType(named: attachment.name, head: head, size: decodedSize(ofBase64: attachment.content)) {
             case .failure(let refusal): return refusal
             case .success(let type) where type != attachment.mimeType:
                 return AttachmentRefusal("\(attachment.name) is said to be \(attachment.mimeType), but its bytes are \(type)")

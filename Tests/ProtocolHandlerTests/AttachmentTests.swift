@@ -78,6 +78,11 @@ import TetherWire
         var notAnImage = text
         notAnImage.content = Data("plain text".utf8).base64EncodedString()
         #expect(ImageAttachments.refusal(for: [notAnImage], text: "")?.description.hasPrefix("b.png is not an image Tether can send") == true)
+        // Only the first 12 bytes are decoded: the type of a file shorter than that, the size of one past the limit.
+        let header = Attachment(name: "h.gif", mimeType: "image/gif", content: Data("GIF89a".utf8).base64EncodedString())
+        #expect(ImageAttachments.refusal(for: [header], text: "") == nil)
+        let huge = Attachment(name: "d.png", mimeType: "image/png", content: (Self.png + Data(count: 5_000_001 - Self.png.count)).base64EncodedString())
+        #expect(ImageAttachments.refusal(for: [huge], text: "")?.description == "d.png is 5,000,001 bytes; the gateway takes images of at most 5,000,000 bytes")
         // Five images of 4,800,000 bytes are each within the gateway's limit, not together within what one bus message carries.
         let large = try ImageAttachments.attachment(named: "c.png", bytes: Self.png + Data(repeating: 9, count: 4_800_000 - Self.png.count)).get()
         #expect(ImageAttachments.refusal(for: Array(repeating: large, count: 5), text: "") == nil)
