@@ -268,6 +268,32 @@ def web_attention():
     return [front.get("attention") for front in json.loads(status.stdout).get("frontEnds", []) if front["frontEnd"] == "tether-web"]
 
 
+def check_a_message_tether_web_cannot_read_gets_words(driver):
+    """Whatever a page sends over its WebSocket is answered: a message that is not JSON and a
+    request tether-web does not know each get a problem in words, and the socket stays open."""
+    driver.get(BASE)
+    live(driver)
+    answers = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + pagePath + "/ws");
+        const problems = [];
+        socket.onmessage = (event) => {
+          const message = JSON.parse(event.data);
+          if (message.type !== "problem") return;
+          problems.push(message.message);
+          if (problems.length === 2) { socket.close(); done(problems); }
+        };
+        socket.onopen = () => {
+          socket.send("not json");
+          socket.send(JSON.stringify({type: "bogus", content: '"attention"'}));
+        };
+        socket.onclose = () => done(problems);
+        setTimeout(() => done(problems), 10000);""")
+    assert answers == ["tether-web could not read a message from the page", "tether-web does not know the request bogus"], answers
+    send_and_await_delivery(driver, "sent after the unreadable ones")
+    return "; ".join(answers)
+
+
 def check_the_page_says_whether_it_is_looked_at(driver):
     """The page tells tether-web whether the person looks at it (visible and focused), and
     tether-web's presence says so on the bus, where tether-notify reads it. A browser says
@@ -873,6 +899,7 @@ def check_slash_commands_change_and_show_the_settings(driver):
 
 
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_the_page_says_whether_it_is_looked_at,
+          check_a_message_tether_web_cannot_read_gets_words,
           check_send_delivered_and_reply_grows,
           check_screen_reader_hears_each_message_once, check_another_port_gets_nothing, check_oversized_messages_are_refused_in_words,
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,

@@ -24,14 +24,13 @@ enum PageMessage {
         var focused: Bool?
     }
 
-    /// What an `attention` message says: whether the person looks at the page; nil for any
-    /// other message.
-    static func attention(in text: String) -> Bool? {
-        guard text.contains(#""attention""#), let request = try? JSONDecoder().decode(Request.self, from: Data(text.utf8)),
-            request.type == "attention"
-        else { return nil }
-        return request.focused ?? false
+    /// A message from the page, read; nil when it is not one.
+    static func request(in text: String) -> Request? {
+        try? JSONDecoder().decode(Request.self, from: Data(text.utf8))
     }
+
+    /// The answer to a message from the page that is not one.
+    static let unreadable = answer(["type": "problem", "message": "tether-web could not read a message from the page"])
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
     /// outbox, health and storage.
@@ -73,10 +72,7 @@ public struct WebBridge: Sendable {
     }
 
     /// Answers one request from the page; nil when there is nothing to answer.
-    func answer(_ text: String) async -> String? {
-        guard let request = try? JSONDecoder().decode(PageMessage.Request.self, from: Data(text.utf8)) else {
-            return PageMessage.answer(["type": "problem", "message": "tether-web could not read a message from the page"])
-        }
+    func answer(_ request: PageMessage.Request) async -> String? {
         switch request.type {
         case "snapshot":
             do {

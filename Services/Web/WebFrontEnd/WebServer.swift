@@ -120,11 +120,16 @@ public enum WebServer {
                         try await outbound.close(.messageTooLarge, reason: "message too large")
                         break
                     }
-                    if let focused = PageMessage.attention(in: text) {
-                        pages.attention(of: page, focused: focused)
+                    guard let request = PageMessage.request(in: text) else {
+                        try await outbound.write(.text(PageMessage.unreadable))
                         continue
                     }
-                    if let answer = await bridge.answer(text) { try await outbound.write(.text(answer)) }
+                    // Whether the person looks at the page is tether-web's to combine, not the bus's.
+                    if request.type == "attention" {
+                        pages.attention(of: page, focused: request.focused ?? false)
+                        continue
+                    }
+                    if let answer = await bridge.answer(request) { try await outbound.write(.text(answer)) }
                 }
                 group.cancelAll()
             }
