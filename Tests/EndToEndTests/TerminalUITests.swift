@@ -229,6 +229,33 @@ import TetherTesting
         await client.close()
     }
 
+    /// `tether --plain` carries out the slash commands Tether handles itself, as the terminal
+    /// UI and the page do, and prints their answers as lines; none of them reaches the gateway.
+    @Test func plainLinesCarryOutTethersOwnCommands() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3")
+        defer { set.stop() }
+        #expect(try set.tether(["send", "stored before"]).status == 0)
+        let input = set.run.path + "/plain.input"
+        #expect(mkfifo(input, 0o600) == 0)
+        let typing = FileHandle(fileDescriptor: open(input, O_RDWR | O_CLOEXEC), closeOnDealloc: true)
+        let plain = try ChildProcess(
+            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        defer { plain.stop() }
+        #expect(await eventually { plain.standardOutput.contains("You said: stored before") }, "\(plain.standardOutput)")
+        try typing.write(contentsOf: Data("/help\n/models\n/think\n/search stored\n/search nowhere\n/status\n".utf8))
+        let expected = [
+            "Tether handles these itself:", "  /search WORDS   the stored messages holding every word", "Any other line, a /command the gateway knows",
+            "The gateway's models (/model NAME chooses one):", "tether-dev-echo-large", "/think LEVEL: set the thinking level",
+            "Found stored, newest first:", "you: stored before", "No stored message holds nowhere.", "PROGRAM", "connection: Connected", "outbox: 0 pending",
+        ]
+        let answered = await eventually(timeout: .seconds(20)) { expected.allSatisfy(plain.standardOutput.contains) }
+        #expect(answered, "missing \(expected.filter { !plain.standardOutput.contains($0) }) in:\n\(plain.standardOutput)")
+        try typing.close()
+        #expect(try plain.waitForExit(timeout: .seconds(20)) == 0)
+        let sent = set.openClawTranscript().filter { $0.role == "user" }.map(\.text)
+        #expect(sent == ["stored before"], "\(sent)")
+    }
+
     @Test func plainLinesAnnounceEveryChangeInWords() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }

@@ -1,7 +1,7 @@
 import Foundation
 public import TetherBus
 import TetherSchema
-import TetherService
+public import TetherService
 import TetherWire
 
 #if canImport(Glibc)
@@ -11,14 +11,18 @@ import Glibc
 /// The conversation as plain lines, for screen readers, logs and pipes: the stored
 /// transcript, then each message and reply as it completes, and every change of the
 /// connection, the network and the bot announced in words. Lines typed on standard input
-/// are sent.
+/// are sent, but for the slash commands Tether handles itself (``SlashCommands``), whose
+/// answers are printed as lines.
 public struct PlainSession: Sendable {
     private let bus: any Bus
     private let frame: FirstFrame
+    private let status: @Sendable () async throws -> String
 
-    public init(bus: any Bus, frame: FirstFrame) {
+    /// `status` gives what `/status` prints: `tether status`'s report.
+    public init(bus: any Bus, frame: FirstFrame, status: @escaping @Sendable () async throws -> String) {
         self.bus = bus
         self.frame = frame
+        self.status = status
     }
 
     /// Runs until standard input ends and what it sent is settled (each message delivered
@@ -48,14 +52,21 @@ public struct PlainSession: Sendable {
                 }
                 let text = line.trimmingCharacters(in: .whitespaces)
                 guard !text.isEmpty else { continue }
-                let id = MessageID.random()
-                do {
-                    _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
-                    await sent.add(id)
-                } catch let error as BusError where error.wentUnanswered {
-                    Self.say("Not confirmed: " + Conversation.unansweredSend + ".")
-                } catch {
-                    Self.say("Not sent: \(error)")
+                switch SlashCommands.standard.read(text) {
+                case .message(let message): await Self.send(message, bus: bus, sent: sent)
+                case .misused(let words): Self.say(words)
+                case .local(.help): Self.sayAll(Self.helpLines)
+                case .local(.status):
+                    do {
+                        Self.sayAll(try await status().split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+                    } catch {
+                        Self.say("No status: \(error)")
+                    }
+                case .local(.restartSession(let message)):
+                    Self.say(Self.restartWords(message))
+                    await Self.send(message, bus: bus, sent: sent)
+                case .local(let command):
+                    if let outcome = await LocalCommandRunner.run(command, bus: bus) { Self.sayAll(Self.lines(for: outcome)) }
                 }
             }
             // Input ended (a pipe): wait for what was sent to settle, then leave.
@@ -68,6 +79,46 @@ public struct PlainSession: Sendable {
             group.cancelAll()
         }
         presence.leave()
+    }
+
+    /// Sends a typed line as a message, and says when it is not sent or not confirmed.
+    private static func send(_ text: String, bus: any Bus, sent: SentMessages) async {
+        let id = MessageID.random()
+        do {
+            _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
+            await sent.add(id)
+        } catch let error as BusError where error.wentUnanswered {
+            say("Not confirmed: " + Conversation.unansweredSend + ".")
+        } catch {
+            say("Not sent: \(error)")
+        }
+    }
+
+    /// What `/help` prints: the commands Tether handles itself and what any other line does.
+    public static var helpLines: [String] {
+        ["Tether handles these itself:"] + SlashCommands.standard.help.map { "  " + $0 }
+    }
+
+    /// What is said when `/new` or `/reset` is sent.
+    static func restartWords(_ line: String) -> String {
+        "\(line) sent: the gateway starts the session anew, its history empty, and answers in the conversation."
+    }
+
+    /// What a command carried out by ``LocalCommandRunner`` prints: a list under its title, the
+    /// words, or the hits of a search, each on a line of its own.
+    public static func lines(for outcome: LocalCommandRunner.Outcome) -> [String] {
+        switch outcome {
+        case .list(let title, let lines): return [title + ":"] + lines.map { "  " + $0 }
+        case .words(let words): return [words]
+        case .found(let reply, let words):
+            guard !reply.hits.isEmpty else { return ["No stored message holds \(words)."] }
+            let more = reply.nextBefore == nil ? "" : " (the newest \(reply.hits.count): tether search lists more)"
+            return ["Found \(words), newest first\(more):"] + reply.hits.map { "  " + $0.plainLine }
+        }
+    }
+
+    private static func sayAll(_ lines: [String]) {
+        for line in lines { say(line) }
     }
 
     /// Lines of standard input, read on a thread of their own (a read blocks); nil for a

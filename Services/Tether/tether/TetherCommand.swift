@@ -91,7 +91,15 @@ struct Chat: AsyncParsableCommand {
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
             if plainLines {
-                await PlainSession(bus: bus, frame: frame).run(events: events)
+                // A bus of its own for each report: one opened already follows some of the
+                // topics the report reads, and their retained values are not sent to it again.
+                let (options, remote) = (options, remote)
+                let status: @Sendable () async throws -> String = {
+                    let reportBus = try openBus(options, remote)
+                    defer { Task { await reportBus.close() } }
+                    return try await StatusReport.gather(bus: reportBus).render()
+                }
+                await PlainSession(bus: bus, frame: frame, status: status).run(events: events)
             } else {
                 await TerminalSession(bus: bus, frame: frame).run(events: events)
             }
