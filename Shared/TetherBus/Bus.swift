@@ -9,6 +9,9 @@ public import TetherSchema
 public protocol Bus: Sendable {
     /// Publishes an event.
     func publish(_ payload: some Encodable, on topic: Topic) throws(BusError)
+    /// Publishes an event whose body writes itself (``DirectJSONBody``, as a gateway frame):
+    /// chosen where the type is known, rather than by a cast at run time.
+    func publish<Payload: DirectJSONBody>(_ payload: Payload, on topic: Topic) throws(BusError)
     /// Publishes a retained value: sent now, and again to every subscription that matches it
     /// later, until the next value replaces it.
     func retain(_ payload: some Encodable, on topic: Topic) throws(BusError)

@@ -71,6 +71,12 @@ public final class BusClient: Sendable {
         try post(.publish(topic: topic.name, body: try encode(payload, for: .topic(topic.name)), retain: false))
     }
 
+    /// Publishes an event whose body writes itself, chosen where the type is known rather
+    /// than by a cast at run time (some 600 instructions a message, callgrind).
+    public func publish<Payload: DirectJSONBody>(_ payload: Payload, on topic: Topic) throws(BusError) {
+        try post(.publish(topic: topic.name, body: try within(payload.jsonBytes(), for: .topic(topic.name)), retain: false))
+    }
+
     /// Publishes a retained value: sent now, and again to every subscription that matches
     /// it later, until the next value replaces it.
     public func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) {
@@ -94,6 +100,11 @@ public final class BusClient: Sendable {
                 throw .encoding("cannot encode \(type(of: payload)): \(error)")
             }
         }
+        return try within(bytes, for: carrier)
+    }
+
+    /// `bytes`, when they are within the limit of where they go (``BusSchema/maximumBodySize(of:)``).
+    private func within(_ bytes: [UInt8], for carrier: BusSchema.BodyCarrier) throws(BusError) -> [UInt8] {
         let limit = BusSchema.maximumBodySize(of: carrier)
         guard bytes.count <= limit else { throw .tooLarge(size: bytes.count, limit: limit) }
         return bytes

@@ -1,6 +1,7 @@
 public import FoundationEssentials
 import Synchronization
 public import TetherSchema
+import TetherWire
 
 /// A message received from the bus: topic, header and JSON body.
 public struct BusMessage: Sendable {
@@ -91,7 +92,7 @@ extension BusMessage {
     /// Reads a message from its three frames where they lie (the body is copied once, into
     /// ``body``): what ``init(frames:)`` reads, with the same errors.
     static func read(topic: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) -> Result<BusMessage, BusError> {
-        guard let name = String(validating: topic, as: UTF8.self), !name.isEmpty else {
+        guard let name = topic.withMemoryRebound(to: UInt8.self, DirectJSON.string(utf8:)), !name.isEmpty else {
             return .failure(.malformedMessage("topic is empty or not UTF-8"))
         }
         let limit = BusSchema.maximumBodySize(of: .topic(name))

@@ -44,7 +44,10 @@ package final class ZMQSocket {
     /// until the socket looks at its commands again; sending on it or setting it may look at
     /// them, taking the signal of a message that arrived meanwhile. A loop that polls the
     /// descriptor itself reads such a socket before it waits (see ``takeMayHaveInput()``).
-    private var mayHaveInput = true
+    ///
+    /// Read and written at every wake of the loop that owns the socket, on its thread alone:
+    /// without the check at run time of each access (see ``BusEventLoop``).
+    @exclusivity(unchecked) private var mayHaveInput = true
 
     package init(type: Int32, context: ZMQContext) throws(BusError) {
         guard let handle = zmq_socket(context.handle, type) else { throw zmqError("zmq_socket") }

@@ -1,17 +1,24 @@
 import FoundationEssentials
+import Synchronization
 import TetherWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // Every bus message carries a header, so it is written and read here directly instead of
 // through JSONEncoder and JSONDecoder, which cost some 30,000 instructions each way for it
 // (most of a message's cost on the bus). The text is the same: `jsonBytes()` writes what
 // `BusSchema.makeEncoder()` writes, and `init(jsonBytes:)` reads what `BusSchema.makeDecoder()`
-// reads. Anything off the common path (an escaped string, an unknown key, a date with a zone
-// offset) goes through the Foundation coders, so nothing is read differently.
+// reads. A header as the bus writes it is read in one pass (`parseFixedForm`); another
+// writer's (keys in any order, space) by the general reader (`parse`); anything off both
+// paths (an escaped string, an unknown key, a date with a zone offset) goes through the
+// Foundation coders, so nothing is read differently.
 
 extension BusHeader {
     /// The header as JSON: `{"pid":4242,"replay":false,"schema":1,"sequence":42,"source":"tether-connd","timestamp":"…"}`.
     public func jsonBytes() -> [UInt8] {
-        guard let timestamp = BusHeaderJSON.timestamp(timestamp),
+        guard let milliseconds = BusHeaderJSON.milliseconds(timestamp),
             source.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(DirectJSON.isPlain) }) ?? source.utf8.allSatisfy(DirectJSON.isPlain)
         else {
             // Sources that need escaping and dates outside 1970-9999: as the encoder writes them.
@@ -32,7 +39,7 @@ extension BusHeader {
         DirectJSON.append(#","source":""#, to: &bytes)
         bytes.append(contentsOf: source.utf8)
         DirectJSON.append(#"","timestamp":""#, to: &bytes)
-        bytes.append(contentsOf: timestamp)
+        BusHeaderJSON.appendTimestamp(milliseconds: milliseconds, to: &bytes)
         DirectJSON.append(#""}"#, to: &bytes)
         return bytes
     }
@@ -45,7 +52,9 @@ extension BusHeader {
     /// Reads a header written as JSON where it lies (a frame in libzmq's buffer), as
     /// ``BusSchema/makeDecoder()`` would.
     public init(jsonBytes bytes: UnsafeRawBufferPointer) throws {
-        if let header = bytes.withMemoryRebound(to: UInt8.self, BusHeaderJSON.parse) {
+        if let header = bytes.withMemoryRebound(to: UInt8.self, BusHeaderJSON.parseFixedForm) {
+            self = header
+        } else if let header = bytes.withMemoryRebound(to: UInt8.self, BusHeaderJSON.parse) {
             self = header
         } else {
             self = try BusSchema.decoder.decode(BusHeader.self, from: Data(bytes))
@@ -61,36 +70,74 @@ enum BusHeaderJSON {
     /// 10000-01-01T00:00:00Z: bus dates are before it.
     private static let endOfYear9999: Int64 = 253_402_300_800_000
 
-    /// `2026-11-23T05:18:52.251Z`, as ``BusSchema/format(_:)`` writes it; nil outside 1970-9999.
-    static func timestamp(_ date: Date) -> [UInt8]? {
+    /// `date` in whole milliseconds since 1970, as ``BusSchema/format(_:)`` rounds it; nil
+    /// outside 1970-9999.
+    static func milliseconds(_ date: Date) -> Int64? {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-        guard (0..<endOfYear9999).contains(milliseconds) else { return nil }
-        let (days, inDay) = milliseconds.quotientAndRemainder(dividingBy: millisecondsPerDay)
-        let (year, month, day) = civil(fromDays: days)
-        var text = [UInt8]()
-        text.reserveCapacity(24)
-        func append(_ value: Int64, digits: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<digits { divisor *= 10 }
-            while divisor > 0 {
-                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
+        return (0..<endOfYear9999).contains(milliseconds) ? milliseconds : nil
+    }
+
+    /// A second's text, `2026-11-23T05:18:52`: the same for every message published in it.
+    struct SecondText {
+        var second: Int64
+        /// The 19 bytes of the text, in the first 19 of these 24.
+        var bytes: (UInt64, UInt64, UInt64)
+    }
+
+    /// The second of the last timestamp written, so that the next in the same second formats
+    /// only its milliseconds.
+    private static let lastSecond = Mutex(SecondText(second: -1, bytes: (0, 0, 0)))
+
+    /// The timestamp of `milliseconds` (since 1970, within 1970-9999), `2026-11-23T05:18:52.251Z`,
+    /// as ``BusSchema/format(_:)`` writes it.
+    static func appendTimestamp(milliseconds: Int64, to bytes: inout [UInt8]) {
+        let (second, millisecond) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+        var text = lastSecond.withLock { $0 }
+        if text.second != second {
+            text = SecondText(second: second, bytes: secondText(second))
+            lastSecond.withLock { $0 = text }
         }
-        append(year, digits: 4)
-        text.append(UInt8(ascii: "-"))
-        append(month, digits: 2)
-        text.append(UInt8(ascii: "-"))
-        append(day, digits: 2)
-        text.append(UInt8(ascii: "T"))
-        append(inDay / 3_600_000, digits: 2)
-        text.append(UInt8(ascii: ":"))
-        append(inDay / 60_000 % 60, digits: 2)
-        text.append(UInt8(ascii: ":"))
-        append(inDay / 1000 % 60, digits: 2)
-        text.append(UInt8(ascii: "."))
-        append(inDay % 1000, digits: 3)
-        text.append(UInt8(ascii: "Z"))
+        withUnsafeBytes(of: &text.bytes) { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<19])) }
+        let fraction = Int(millisecond)
+        bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(ascii: "0") &+ UInt8(fraction / 100))
+        bytes.append(UInt8(ascii: "0") &+ UInt8(fraction / 10 % 10))
+        bytes.append(UInt8(ascii: "0") &+ UInt8(fraction % 10))
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` of a second since 1970, in the first 19 bytes.
+    private static func secondText(_ second: Int64) -> (UInt64, UInt64, UInt64) {
+        let (days, inDay) = second.quotientAndRemainder(dividingBy: 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { text in
+            var index = 0
+            func append(_ value: Int64, digits: Int) {
+                var divisor: Int64 = 1
+                for _ in 1..<digits { divisor *= 10 }
+                while divisor > 0 {
+                    text[index] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+                    index += 1
+                    divisor /= 10
+                }
+            }
+            func append(_ byte: Unicode.Scalar) {
+                text[index] = UInt8(ascii: byte)
+                index += 1
+            }
+            append(year, digits: 4)
+            append("-")
+            append(month, digits: 2)
+            append("-")
+            append(day, digits: 2)
+            append("T")
+            append(inDay / 3600, digits: 2)
+            append(":")
+            append(inDay / 60 % 60, digits: 2)
+            append(":")
+            append(inDay % 60, digits: 2)
+        }
         return text
     }
 
@@ -155,6 +202,79 @@ enum BusHeaderJSON {
 
     // MARK: Reading
 
+    /// The header in the form ``BusHeader/jsonBytes()`` writes it, read in one pass: its keys
+    /// in that order (`pid` may be absent), no space, integers without sign, a source without
+    /// escapes and a date ``date(_:)`` reads; nil for anything else, which ``parse(_:)`` then
+    /// reads (keys in any order, space, escapes, as other writers may write them) or refuses.
+    static func parseFixedForm(_ bytes: UnsafeBufferPointer<UInt8>) -> BusHeader? {
+        var text = FixedForm(bytes: bytes)
+        var pid: Int32?
+        if text.take(#"{"pid":"#) {
+            guard let value = text.digits(), let value = Int32(exactly: value), text.take(#","replay":"#) else { return nil }
+            pid = value
+        } else if !text.take(#"{"replay":"#) {
+            return nil
+        }
+        let replay: Bool
+        if text.take("false") {
+            replay = false
+        } else if text.take("true") {
+            replay = true
+        } else {
+            return nil
+        }
+        guard text.take(#","schema":"#), let schema = text.digits(), text.take(#","sequence":"#), let sequence = text.digits(),
+            text.take(#","source":""#), let sourceBytes = text.plainString(), text.take(#","timestamp":""#), let dateBytes = text.plainString(),
+            text.take("}"), text.atEnd, let source = DirectJSON.string(utf8: sourceBytes), let timestamp = date(dateBytes)
+        else { return nil }
+        return BusHeader(schema: Int(schema), source: source, pid: pid, sequence: UInt64(sequence), timestamp: timestamp, replay: replay)
+    }
+
+    /// A cursor over a header in the fixed form: each step takes exactly what it expects.
+    private struct FixedForm {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        var atEnd: Bool { index == bytes.count }
+
+        /// Takes `text` if the bytes go on with it.
+        mutating func take(_ text: StaticString) -> Bool {
+            let count = text.utf8CodeUnitCount
+            guard bytes.count - index >= count, let base = bytes.baseAddress, memcmp(base + index, text.utf8Start, count) == 0 else { return false }
+            index += count
+            return true
+        }
+
+        /// 1 to 18 decimal digits without a leading zero (longer numbers are ``parse(_:)``'s).
+        mutating func digits() -> Int64? {
+            let start = index
+            var value: Int64 = 0
+            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+                guard index - start < 18 else { return nil }
+                value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            let count = index - start
+            guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+            return value
+        }
+
+        /// The bytes up to the next quote, which is taken, when none needs an escape.
+        mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    defer { index += 1 }
+                    return UnsafeBufferPointer(rebasing: bytes[start..<index])
+                }
+                guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+                index += 1
+            }
+            return nil
+        }
+    }
+
     /// The header, when `bytes` is one JSON object of its six keys, each at most once, with
     /// plain strings (no escapes), integers, booleans and a date ``date(_:)`` reads; nil for
     /// anything else.
@@ -171,7 +291,7 @@ enum BusHeaderJSON {
                 guard let value = reader.integer(), let value = Int(exactly: value) else { return false }
                 schema = value
             } else if DirectJSON.isKey(key, "source"), source == nil {
-                guard let value = reader.plainString(), let text = String(validating: value, as: UTF8.self) else { return false }
+                guard let value = reader.plainString(), let text = DirectJSON.string(utf8: value) else { return false }
                 source = text
             } else if DirectJSON.isKey(key, "pid"), pid == nil {
                 guard let value = reader.integer(), let value = Int32(exactly: value) else { return false }

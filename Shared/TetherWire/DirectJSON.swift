@@ -75,6 +75,17 @@ package enum DirectJSON {
         }
     }
 
+    /// `bytes` as a String when they are UTF-8, else nil: what `String(validating:as:)` gives,
+    /// without its generic code (unspecialized in the standard library, it looked up type
+    /// metadata at each call, some 900 instructions for a bus header's source) when the
+    /// bytes are ASCII, as topics and program names are.
+    package static func string(utf8 bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        for byte in bytes where byte >= 0x80 {
+            return String(validating: bytes, as: UTF8.self)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Whether `key` is `name`. Byte by byte: `elementsEqual` through the sequences'
     /// iterators cost 2,200 instructions a bus header, more than the rest of reading it.
     package static func isKey(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
@@ -186,7 +197,7 @@ package enum DirectJSON {
             let end = index
             index += 1
             if !escaped {
-                return String(validating: UnsafeBufferPointer(rebasing: bytes[plainStart..<end]), as: UTF8.self)
+                return DirectJSON.string(utf8: UnsafeBufferPointer(rebasing: bytes[plainStart..<end]))
             }
             unescaped.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[plainStart..<end]))
             return String(validating: unescaped, as: UTF8.self)

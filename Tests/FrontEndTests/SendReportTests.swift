@@ -185,6 +185,7 @@ import TetherWire
     struct AbsentBus: Bus {
         static let error = BusError.busUnavailable(path: "/run/tether/bus.in")
         func publish(_ payload: some Encodable, on topic: Topic) throws(BusError) { throw Self.error }
+        func publish<Payload: DirectJSONBody>(_ payload: Payload, on topic: Topic) throws(BusError) { throw Self.error }
         func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) { throw Self.error }
         func subscribe(to prefixes: [String], confirm: Bool, timeout: Duration) async throws(BusError) -> BusSubscription { throw Self.error }
         func confirmRoundTrip(timeout: Duration) async throws(BusError) { throw Self.error }

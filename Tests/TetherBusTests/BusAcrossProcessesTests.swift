@@ -55,6 +55,29 @@ import TetherTesting
         await client.close()
     }
 
+    /// A body that writes itself (a gateway frame) goes out as written with the header the
+    /// bus writes, which the subscriber reads back; over its topic's limit it is refused
+    /// before it is sent.
+    @Test func aBodyThatWritesItselfArrivesAndIsHeldToItsTopicsLimit() async throws {
+        let run = try TestRunDirectory()
+        let (proxy, client) = try await startBus(run)
+        defer { proxy.stop() }
+        let frames = try await client.subscribe(to: [Topic.wireInbound.name], confirm: true)
+        let frame = WireFrame(epoch: 3, text: #"{"type":"event","event":"tick","payload":{"ts":1}}"#)
+        try client.publish(frame, on: .wireInbound)
+        let message = try #require(await frames.first { _ in true })
+        #expect(try message.decode(WireFrame.self) == frame)
+        #expect(message.header.source == "bus-test" && message.header.pid == getpid() && message.header.schema == BusSchema.version)
+        #expect(abs(message.header.timestamp.timeIntervalSinceNow) < 10, "\(message.header.timestamp)")
+        let oversized = WireFrame(epoch: 3, text: String(repeating: "x", count: BusSchema.maximumFrameBodySize))
+        #expect {
+            try client.publish(oversized, on: .wireInbound)
+        } throws: { error in
+            "\(error)".contains("\(BusSchema.maximumFrameBodySize)")
+        }
+        await client.close()
+    }
+
     @Test func malformedMessagesAreDroppedAndCounted() async throws {
         let run = try TestRunDirectory()
         let (proxy, client) = try await startBus(run)

@@ -59,6 +59,12 @@ import TetherTesting
         }
     }
 
+    @Test func topicsAreReadAsUTF8() throws {
+        let header = BusHeader(source: "x", sequence: 1).jsonBytes()
+        #expect(try BusMessage(frames: [Array("tëst.π".utf8), header, Array("{}".utf8)]).topic.name == "tëst.π")
+        #expect(throws: BusError.self) { try BusMessage(frames: [[UInt8(ascii: "t"), 0xC3], header, Array("{}".utf8)]) }
+    }
+
     @Test func malformedFramesAreRefusedInWords() {
         let header = Array(#"{"replay":false,"schema":1,"sequence":1,"source":"x","timestamp":"2026-11-23T10:00:00.000Z"}"#.utf8)
         let cases: [([[UInt8]], String)] = [
@@ -66,6 +72,8 @@ import TetherTesting
             ([[], header, []], "topic is empty"),
             ([[0xFF, 0xFE], header, []], "not UTF-8"),
             ([Array("t".utf8), Array("{}".utf8), []], "is not a bus header"),
+            ([Array("t".utf8), Array(header.dropLast(2)), []], "is not a bus header"),
+            ([Array("t".utf8), Array(String(decoding: header, as: UTF8.self).replacingOccurrences(of: ":1,", with: ":01,").utf8), []], "is not a bus header"),
             ([Array("t".utf8), Array(String(decoding: header, as: UTF8.self).replacingOccurrences(of: "2026", with: "1244").utf8), []], "is not a bus header"),
             ([Array("t".utf8), header, [UInt8](repeating: 32, count: BusSchema.maximumBodySize + 1)], "over the limit"),
         ]

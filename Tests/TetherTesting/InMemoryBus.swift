@@ -57,6 +57,10 @@ public final class InMemoryBus: Sendable {
             bus.deliver(topic: topic, body: try Self.encode(payload), source: source, retain: false)
         }
 
+        public func publish<Payload: DirectJSONBody>(_ payload: Payload, on topic: Topic) throws(BusError) {
+            bus.deliver(topic: topic, body: Data(payload.jsonBytes()), source: source, retain: false)
+        }
+
         public func retain(_ payload: some Encodable, on topic: Topic) throws(BusError) {
             bus.deliver(topic: topic, body: try Self.encode(payload), source: source, retain: true)
         }
