@@ -9,6 +9,7 @@
 #include <linux/rtnetlink.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <malloc.h>
 
 /// posix_spawn's flag that starts the child in a new session. glibc defines
 /// POSIX_SPAWN_SETSID only under _GNU_SOURCE, which would make this module's view of the

@@ -18,6 +18,7 @@ public enum BusProgram {
         counters: ProgramCounters? = nil,
         makeServices: (BusClient, Logger) async throws -> [any Service]
     ) async throws {
+        ProcessMemory.limitArenas()
         options.bootstrapLogging()
         let logger = Logger(label: name)
         let bus = try BusClient(source: name, runDirectory: options.resolvedRunDirectory, remote: remote, logger: logger)
@@ -30,8 +31,10 @@ public enum BusProgram {
     }
 
     /// Runs `services` in order until SIGTERM or SIGINT, or (started by a compose
-    /// supervisor) until the supervisor is gone.
+    /// supervisor) until the supervisor is gone. A program that starts threads of its own
+    /// before this calls ``ProcessMemory/limitArenas()`` first itself.
     public static func run(_ services: [any Service], logger: Logger) async throws {
+        ProcessMemory.limitArenas()
         let watch: [any Service] = SupervisorWatch.fromEnvironment(logger: logger).map { [$0] } ?? []
         let group = ServiceGroup(
             configuration: .init(

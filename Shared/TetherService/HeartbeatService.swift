@@ -9,6 +9,9 @@ import TetherSchema
 /// one of its own counters changes (then at most once a ``spacing``), and every ``interval``
 /// while nothing changes. An idle program wakes for it once per interval only, and so does
 /// every program that follows heartbeats (the bus relays each, snapd and compose hear all).
+/// At each interval the program also gives its freed heap pages back to the system
+/// (``ProcessMemory/returnFreedPages()``), in the wakeup it has anyway: what a burst of
+/// traffic allocated does not stay with the program once it is idle again.
 public struct HeartbeatService: Service {
     /// The longest time between two beats. Nothing reads a beat's age: between changes a
     /// beat only brings the traffic counters up to date, and each beat wakes every program
@@ -52,7 +55,10 @@ public struct HeartbeatService: Service {
                 }
             }
             group.addTask {
-                for await _ in AsyncTimerSequence.repeating(every: Self.interval) { wake.yield() }
+                for await _ in AsyncTimerSequence.repeating(every: Self.interval) {
+                    ProcessMemory.returnFreedPages()
+                    wake.yield()
+                }
             }
             beat()
             for await _ in due.cancelOnGracefulShutdown() {

@@ -67,6 +67,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        ProcessMemory.limitArenas()
         options.bootstrapLogging()
         let logger = Logger(label: "tether-bus")
         let runDirectory = options.resolvedRunDirectory

@@ -40,6 +40,7 @@ struct Up: AsyncParsableCommand {
     var readyTimeout: Double = 60
 
     func run() async throws {
+        ProcessMemory.limitArenas()
         LoggingBootstrap.bootstrap(level: .warning)
         let runDirectory = set.resolved
         let composeFile = URL(fileURLWithPath: file).standardizedFileURL.path

@@ -114,6 +114,7 @@ struct ConndCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        ConnectionService.useOneEventLoop()
         let credential: CredentialSource =
             if let tokenFile { .file(tokenFile) } else if secretService { .secretService(url: url) } else { .environment("TETHER_TOKEN") }
         // Refuse a credential that cannot be read now rather than start a set that cannot connect.
