@@ -100,41 +100,51 @@ import TetherWire
 
     @Test func theComposerWindowKeepsTheCursorVisible() {
         let text = Array("abcdefghij")
-        let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: 10, width: 5)
+        let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: 10, cursorColumns: 10, width: 5)
         #expect(shown == "ghij")
         #expect(column == 4)
     }
 
-    /// The widths measured as characters are typed stay those of the text, whatever the edits.
+    /// The widths measured as characters are typed, and the columns kept before the cursor,
+    /// stay those of the text, whatever the edits: inserts and deletes on either side,
+    /// cursor moves, history, wide characters, emoji (a sequence too), combining marks.
     @Test func theComposersWidthsFollowEveryEdit() {
-        let alphabet: [Character] = ["a", " ", "你", "😀", "e\u{301}", "\u{7}"]
+        let alphabet: [Character] = ["a", " ", "你", "😀", "👍🏽", "e\u{301}", "\u{7}"]
         var generator = SystemRandomNumberGenerator()
         var composer = Composer(draft: "你好 draft", history: ["older 😀", "old"])
-        for _ in 0..<2000 {
-            switch Int.random(in: 0..<9, using: &generator) {
+        #expect(composer.cursorColumns == TerminalText.columns(of: composer.text))
+        for _ in 0..<3000 {
+            switch Int.random(in: 0..<12, using: &generator) {
             case 0...3: composer.insert(alphabet.randomElement(using: &generator)!)
             case 4: composer.deleteBackward()
             case 5: composer.deleteForward()
             case 6: composer.moveLeft()
-            case 7: Bool.random(using: &generator) ? composer.recallOlder() : composer.recallNewer()
+            case 7: composer.moveRight()
+            case 8: Bool.random(using: &generator) ? composer.moveToStart() : composer.moveToEnd()
+            case 9: Bool.random(using: &generator) ? composer.recallOlder() : composer.recallNewer()
             default: if Int.random(in: 0..<20, using: &generator) == 0 { _ = composer.submit() }
             }
             #expect(composer.widths == composer.text.map(TerminalText.columns(of:)))
+            #expect(composer.cursorColumns == TerminalText.columns(of: composer.text[..<composer.cursor]), "\(composer.text) cursor \(composer.cursor)")
         }
     }
 
-    /// The window starts at the first position from which the text before the cursor takes
-    /// fewer columns than the width, whatever the characters (wide, combining, control).
-    @Test func theComposerWindowStartsWhereTheCursorStillFits() {
+    /// The window starts at the line's start while the cursor fits there, else at the first
+    /// character from the last multiple of half the width that leaves the cursor within the
+    /// width, whatever the characters (wide, combining, control).
+    @Test func theComposerWindowMovesByHalfTheWidth() {
         let alphabet: [Character] = ["a", "b", " ", "你", "好", "😀", "e\u{301}", "\u{7}", "é"]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
             let text = (0..<Int.random(in: 0...60, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
             let cursor = Int.random(in: 0...text.count, using: &generator)
             let width = Int.random(in: 1...12, using: &generator)
+            let before = TerminalText.columns(of: text[..<cursor])
+            let step = max(1, width / 2)
+            let first = before < width ? 0 : stride(from: 0, through: before, by: step).first { before - $0 < width }!
             var start = 0
-            while start < cursor && TerminalText.columns(of: text[start..<cursor]) >= width { start += 1 }
-            let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: cursor, width: width)
+            while start < cursor && TerminalText.columns(of: text[..<start]) < first { start += 1 }
+            let (shown, column) = TerminalText.window(text, widths: text.map(TerminalText.columns(of:)), cursor: cursor, cursorColumns: before, width: width)
             #expect(column == TerminalText.columns(of: text[start..<cursor]), "\(text) cursor \(cursor) width \(width)")
             #expect(column < width || cursor == start)
             #expect(shown.hasPrefix(String(text[start..<cursor])), "\(text) cursor \(cursor) width \(width)")

@@ -43,6 +43,40 @@ import TetherWire
         #expect(screen.render(width: 40, height: 10, at: start).rows.dropLast() == first.rows.dropLast(), "nothing else changed")
     }
 
+    /// Typing past the width moves the input line's window once every half width: each key
+    /// in between changes the line by the character it adds, so the terminal is written that
+    /// character, not the line again. A resize shows the cursor within the new width.
+    @Test func typingAtTheEndAddsOneCharacterToTheLine() throws {
+        var screen = screen(entries: 3)
+        _ = screen.update(width: 22, height: 10, at: start)
+        var previous = "> "
+        var moves = 0
+        for (index, character) in "abcdefghij你klmnop😀qrstuvwxyzabcdefghijklmnopqrstuvwxyz".enumerated() {
+            _ = screen.handle(.character(character), at: start)
+            guard case .inputLine(let row, let column) = screen.update(width: 22, height: 10, at: start) else {
+                Issue.record("key \(index): not the input line alone")
+                return
+            }
+            #expect(column == 2 + TerminalText.columns(of: row.text.dropFirst(2)), "the cursor follows the last character")
+            #expect(column < 22)
+            if row.text == previous + String(character) {
+                previous = row.text
+                continue
+            }
+            moves += 1
+            #expect(row.text.hasSuffix(String(character)) && TerminalText.columns(of: row.text) >= 22 / 2, "moved by half the width: \(row.text)")
+            previous = row.text
+        }
+        #expect(moves == 4, "\(moves) moves for 56 columns typed into 20")
+        _ = screen.handle(.resize, at: start)
+        guard case .frame(let narrower) = screen.update(width: 14, height: 10, at: start) else {
+            Issue.record("a resize draws the whole frame")
+            return
+        }
+        let input = narrower.rows[narrower.rows.count - 1]
+        #expect(input.text.hasSuffix("xyz") && TerminalText.columns(of: input.text) <= 14 && narrower.cursorColumn < 14, "resized: \(input.text)")
+    }
+
     @Test func anythingElseOwesTheWholeFrame() throws {
         var screen = screen(entries: 3)
         _ = screen.update(width: 40, height: 10, at: start)

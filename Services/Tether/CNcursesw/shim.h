@@ -90,6 +90,9 @@ static inline void tether_tui_start(int wait_ms) {
     tether_tui_report_focus(1);
     set_escdelay(25);
     timeout(wait_ms);
+    // The caller reads every key waiting before it draws: ncurses need not look for typed-ahead
+    // input (a poll of the terminal, twice a refresh) to cut a refresh short.
+    typeahead(-1);
     if (has_colors()) {
         start_color();
         use_default_colors();

@@ -591,7 +591,8 @@ public struct ChatScreen: Sendable {
     /// cursor's column: it costs the width, not the text's length.
     private func inputLine(width: Int) -> (ScreenRow, Int) {
         let prompt = "> "
-        let (shown, cursorColumn) = TerminalText.window(composer.text, widths: composer.widths, cursor: composer.cursor, width: width - prompt.count)
+        let (shown, cursorColumn) = TerminalText.window(
+            composer.text, widths: composer.widths, cursor: composer.cursor, cursorColumns: composer.cursorColumns, width: width - prompt.count)
         return (ScreenRow(prompt + shown), prompt.count + cursorColumn)
     }
 

@@ -76,19 +76,22 @@ enum TerminalText {
         return lines
     }
 
-    /// The part of `characters` to show in `width` columns so that the cursor is visible,
-    /// and the cursor's column within it: it starts as far left as leaves the cursor within
-    /// the width. `widths` are the characters' columns, measured as they were typed; the
-    /// window adds them up from the cursor back and on to the width, so that a key costs the
-    /// window's length, not the text's, and measures nothing.
-    static func window(_ characters: [Character], widths: [Int], cursor: Int, width: Int) -> (String, Int) {
+    /// The part of `characters` to show in `width` columns so that the cursor is visible, and
+    /// the cursor's column within it. The window moves in steps of half the width: it starts
+    /// at the first character from the last step that leaves the cursor within the width (the
+    /// line's start while the cursor fits there). Typing at the end so moves it once every
+    /// half width, and each key in between changes one character of the line, the one it
+    /// adds, rather than every column of it. `widths` are the characters' columns and
+    /// `cursorColumns` the columns before the cursor, both kept as the text was edited: a key
+    /// costs the window's length, not the text's, and measures nothing.
+    static func window(_ characters: [Character], widths: [Int], cursor: Int, cursorColumns: Int, width: Int) -> (String, Int) {
+        let step = max(1, width / 2)
+        let firstColumn = cursorColumns < width ? 0 : ((cursorColumns - width) / step + 1) * step
         var start = cursor
         var beforeCursor = 0
-        while start > 0 {
-            let taken = widths[start - 1]
-            guard beforeCursor + taken < width else { break }
+        while start > 0, cursorColumns - beforeCursor - widths[start - 1] >= firstColumn {
             start -= 1
-            beforeCursor += taken
+            beforeCursor += widths[start]
         }
         var end = start
         var used = 0
@@ -96,6 +99,11 @@ enum TerminalText {
             used += widths[end]
             end += 1
         }
-        return (String(characters[start..<end]), beforeCursor)
+        // Appended one by one: String's initializer from a sequence of characters is generic
+        // and took most of a key's time in Swift.
+        var shown = ""
+        shown.reserveCapacity(end - start)
+        for character in characters[start..<end] { shown.append(character) }
+        return (shown, beforeCursor)
     }
 }
