@@ -51,7 +51,13 @@ public struct OpenClawCodec: Sendable {
         do {
             envelope = try JSONDecoder().decode(Envelope.self, from: Data(text.utf8))
         } catch {
-            throw OpenClawFrameError(description: "not a JSON frame object: \(Self.reason(error))")
+            // The gateway cuts long texts in `chat.history` by UTF-16 units, which can split an
+            // emoji's surrogate pair: JavaScript writes the half left as `\ud83d`, which
+            // Foundation refuses, and with it the whole answer. Such a half is read as U+FFFD.
+            guard let repaired = Self.replacingLoneSurrogates(in: text),
+                let decoded = try? JSONDecoder().decode(Envelope.self, from: Data(repaired.utf8))
+            else { throw OpenClawFrameError(description: "not a JSON frame object: \(Self.reason(error))") }
+            envelope = decoded
         }
         switch envelope.type {
         case "req":
@@ -89,6 +95,49 @@ public struct OpenClawCodec: Sendable {
     /// A request with typed params.
     public func request(id: String, method: String, params: some Encodable) -> String {
         encode(.request(id: id, method: method, params: try? JSONValue(encoding: params)))
+    }
+
+    /// `text` with every `\uXXXX` escape of a surrogate that is not half of a pair written as
+    /// `\ufffd`; nil when it has none.
+    static func replacingLoneSurrogates(in text: String) -> String? {
+        let bytes = Array(text.utf8)
+        func hexValue(at index: Int) -> Int? {
+            guard index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else { return nil }
+            var value = 0
+            for byte in bytes[(index + 2)..<(index + 6)] {
+                guard let digit = Int(String(UnicodeScalar(byte)), radix: 16) else { return nil }
+                value = value * 16 + digit
+            }
+            return value
+        }
+        var output: [UInt8] = []
+        var index = 0
+        var changed = false
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count else {
+                output.append(bytes[index])
+                index += 1
+                continue
+            }
+            guard let value = hexValue(at: index) else {
+                // Any other escape, `\\` included, is two bytes that stay as they are.
+                output.append(contentsOf: bytes[index...(index + 1)])
+                index += 2
+                continue
+            }
+            if (0xD800...0xDBFF).contains(value), let low = hexValue(at: index + 6), (0xDC00...0xDFFF).contains(low) {
+                output.append(contentsOf: bytes[index..<(index + 12)])
+                index += 12
+            } else if (0xD800...0xDFFF).contains(value) {
+                output.append(contentsOf: Array(#"\ufffd"#.utf8))
+                index += 6
+                changed = true
+            } else {
+                output.append(contentsOf: bytes[index..<(index + 6)])
+                index += 6
+            }
+        }
+        return changed ? String(decoding: output, as: UTF8.self) : nil
     }
 
     private static func reason(_ error: any Error) -> String {

@@ -226,11 +226,23 @@ import TetherWire
     }
 
     @Test func aLongMessageShortenedByTheGatewayIsStillFoundAndTheWholeReplyKept() {
-        let long = String(repeating: "a", count: 9000)
-        let short = String(long.prefix(8000)) + HistoryMerge.truncationMark
+        let long = String(repeating: "a", count: 13_000)
+        let short = String(long.prefix(12_000)) + HistoryMerge.truncationMark
         let history = [Self.user(short, at: 1), Self.assistant(short, at: 2)]
         let merge = Self.merge(history, sent: [Self.sent("a", long, at: 0)], known: [MessageID("a:reply"): (long, .received)])
         #expect(merge.found == [MessageID("a")] && merge.entries.isEmpty)
+    }
+
+    /// The gateway cuts by UTF-16 units: through an emoji, whose first half is read as U+FFFD,
+    /// or between a letter and its accent.
+    @Test func aMessageCutThroughAnEmojiOrAnAccentIsStillFound() {
+        let emoji = String(repeating: "a", count: 11_999) + "😀 and more"
+        let cut = String(repeating: "a", count: 11_999) + "\u{FFFD}" + HistoryMerge.truncationMark
+        #expect(Self.merge([Self.user(cut, at: 1)], sent: [Self.sent("a", emoji, at: 0)]).found == [MessageID("a")])
+        let accented = String(repeating: "a", count: 11_999) + "e\u{301} and more"
+        let split = String(repeating: "a", count: 11_999) + "e" + HistoryMerge.truncationMark
+        #expect(Self.merge([Self.user(split, at: 1)], sent: [Self.sent("b", accented, at: 0)]).found == [MessageID("b")])
+        #expect(Self.merge([Self.user(cut, at: 1)], sent: [Self.sent("c", "other", at: 0)]).found.isEmpty)
     }
 
     @Test func theTimeStampTheGatewayStripsDoesNotHideAMessage() {

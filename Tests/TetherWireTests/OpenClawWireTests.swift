@@ -6,6 +6,25 @@ import Testing
 /// The OpenClaw protocol's frames, handshake strings and device identity, checked against
 /// PROTOCOL.md's examples and an Ed25519 implementation Tether does not contain.
 @Suite struct OpenClawWireTests {
+    /// The gateway cuts `chat.history` texts by UTF-16 units, and JavaScript writes half an
+    /// emoji left by the cut as `\ud83d`: the frame is read, the half as U+FFFD; a whole pair
+    /// and an escaped backslash before `u` stay as they are.
+    @Test func halfAnEmojiLeftByTheGatewaysCutIsReadAsAReplacementCharacter() throws {
+        let frame =
+            #"{"type":"res","id":"h1","ok":true,"payload":{"messages":[{"text":"ab\ud83d\n...(truncated)..."},{"text":"\ud83d\ude00 \\ud83d \udc00"}]}}"#
+        guard case .response(_, true, let payload?, nil) = try OpenClawCodec().decode(frame) else {
+            Issue.record("not read as a response")
+            return
+        }
+        guard case .array(let messages)? = payload["messages"] else {
+            Issue.record("no messages")
+            return
+        }
+        let texts = messages.compactMap { $0["text"]?.stringValue }
+        #expect(texts == ["ab\u{FFFD}\n...(truncated)...", "😀 \\ud83d \u{FFFD}"], "\(String(describing: texts))")
+        #expect(throws: OpenClawFrameError.self) { try OpenClawCodec().decode(#"{"type":"res","id":"h1","ok":tru}"#) }
+    }
+
     let codec = OpenClawCodec()
 
     @Test func theFramesOfTheReferenceDecode() throws {

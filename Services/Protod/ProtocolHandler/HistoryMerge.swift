@@ -371,7 +371,8 @@ public struct HistoryMerge: Sendable, Equatable {
         return result
     }
 
-    /// What the gateway appends to a text it shortened for `chat.history` (at 8,000 characters by default).
+    /// What the gateway appends to a text it shortened for `chat.history` (at 12,000 UTF-16
+    /// units by default).
     static let truncationMark = "\n...(truncated)..."
 
     /// Whether a history entry's text is a message's: the same, or the same shortened by the
@@ -384,11 +385,13 @@ public struct HistoryMerge: Sendable, Equatable {
         return unstamped != text && (historyText == unstamped || shortened(historyText, of: unstamped))
     }
 
-    /// Whether `historyText` is `text` as the gateway shortens it.
+    /// Whether `historyText` is `text` as the gateway shortens it. A cut through an emoji
+    /// leaves half of it, read as U+FFFD (``OpenClawCodec``), which the text does not hold.
     static func shortened(_ historyText: String, of text: String) -> Bool {
         guard historyText.hasSuffix(truncationMark) else { return false }
-        let kept = historyText.dropLast(truncationMark.count)
-        return !kept.isEmpty && text.count > kept.count && text.hasPrefix(kept)
+        var kept = historyText.dropLast(truncationMark.count)
+        if kept.unicodeScalars.last == "\u{FFFD}" { kept = Substring(kept.unicodeScalars.dropLast()) }
+        return !kept.isEmpty && text.unicodeScalars.count > kept.unicodeScalars.count && text.unicodeScalars.starts(with: kept.unicodeScalars)
     }
 
     /// What OpenClaw's `chat.send` appends to a message, a line for each image over 2,000,000
