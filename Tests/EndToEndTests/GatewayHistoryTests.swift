@@ -120,8 +120,8 @@ import TetherWire
         #expect(set.openClawTranscript().map(\.role) == ["user", "assistant"], "\(set.openClawTranscript())")
     }
 
-    /// The gateway answers `chat.history` with up to 6 MiB of JSON and cuts each text at 8,000
-    /// characters, not bytes: 48 entries of 8,000 CJK characters make a frame of 1.1 MB. connd
+    /// The gateway answers `chat.history` with up to 6 MiB of JSON and cuts each text at 12,000
+    /// UTF-16 units, not bytes: 48 entries of 8,000 CJK characters make a frame of 1.1 MB. connd
     /// reads it whole, and protod, which writes nothing on a new connection until the history
     /// is read, sends again at once.
     @Test func aHistoryOverAMebibyteIsReadAndSendingGoesOn() async throws {
@@ -154,7 +154,7 @@ import TetherWire
     @Test func aLongMessageTheGatewaysHistoryShortensIsStillRecognised() async throws {
         let set = try await ComposedSet.openClaw(protocols: "3")
         defer { set.stop() }
-        let long = String(repeating: "0123456789", count: 900)
+        let long = String(repeating: "0123456789", count: 1300)
         let send = try set.tether(["send", long])
         #expect(send.status == 0, "\(send.standardError)")
         for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
@@ -162,7 +162,7 @@ import TetherWire
         defer { Task { await bus.close() } }
         try await Task.sleep(for: .seconds(2))
         let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
-        #expect(entries.map(\.content.count) == [9000, 9000 + "You said: ".count], "\(entries.map { "\($0.sender) \($0.content.suffix(30))" })")
+        #expect(entries.map(\.content.count) == [13_000, 13_000 + "You said: ".count], "\(entries.map { "\($0.sender) \($0.content.suffix(30))" })")
         #expect(!entries.contains { $0.content.hasSuffix("...(truncated)...") })
     }
 }

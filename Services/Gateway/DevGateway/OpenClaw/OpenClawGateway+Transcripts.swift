@@ -69,17 +69,26 @@ extension OpenClawGateway {
         _ = FileManager.default.createFile(atPath: Self.transcriptPath(directory, sessionKey), contents: Data())
     }
 
-    /// The most characters of an entry's text `chat.history` returns, as the gateway's default.
-    static let historyTextLimit = 8000
+    /// The most UTF-16 units of an entry's text `chat.history` returns, as the gateway's
+    /// default (`DEFAULT_CHAT_HISTORY_TEXT_MAX_CHARS`, counted as JavaScript's `length`).
+    static let historyTextLimit = 12_000
 
     /// An entry as `chat.history` returns it: a longer text cut at ``historyTextLimit`` and
-    /// marked, as the gateway does.
+    /// marked, as the gateway does. The gateway can cut an emoji's surrogate pair in two and
+    /// send the first half alone; this one cuts before the pair.
     static func shortenedForHistory(_ message: ChatTranscriptMessage) -> ChatTranscriptMessage {
         let text = message.text
         // As the gateway: tool calls and tool results are never cut.
-        guard text.count > historyTextLimit, message.role != "toolResult", message.toolCalls.isEmpty else { return message }
+        guard text.utf16.count > historyTextLimit, message.role != "toolResult", message.toolCalls.isEmpty else { return message }
         var shortened = message
-        shortened.content = .array([.object(["type": .string("text"), "text": .string(String(text.prefix(historyTextLimit)) + "\n...(truncated)...")])])
+        var kept = String.UnicodeScalarView()
+        var units = 0
+        for scalar in text.unicodeScalars {
+            units += UTF16.width(scalar)
+            guard units <= historyTextLimit else { break }
+            kept.append(scalar)
+        }
+        shortened.content = .array([.object(["type": .string("text"), "text": .string(String(kept) + "\n...(truncated)...")])])
         return shortened
     }
 
