@@ -78,7 +78,6 @@ final class BusEventLoop {
     @exclusivity(unchecked) var uncounted = BusCounters()
     let processID = getpid()
     @exclusivity(unchecked) var subscriptions: [Int: LocalSubscription] = [:]
-    private var prefixCounts: [String: Int] = [:]
     var servers: [String: Server] = [:] {
         didSet { pollSetIsCurrent = false }
     }
@@ -361,10 +360,10 @@ final class BusEventLoop {
     ) {
         do {
             let socket = try subscriberSocket()
-            for prefix in prefixes {
-                prefixCounts[prefix, default: 0] += 1
-                if prefixCounts[prefix] == 1 { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
-            }
+            // Every subscription subscribes, also to a prefix another of this client's already
+            // has: libzmq counts them and passes each upstream, so the owners of retained
+            // topics send their values again (marked replay) for the new one too.
+            for prefix in prefixes { try socket.set(ZMQ_SUBSCRIBE, bytes: Array(prefix.utf8)) }
             subscriptions[id] = LocalSubscription(prefixes: prefixes, buffer: buffer)
             if let confirmation {
                 confirmations[id] = confirmation
@@ -379,13 +378,8 @@ final class BusEventLoop {
 
     private func unsubscribe(id: Int) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
-        for prefix in subscription.prefixes {
-            prefixCounts[prefix, default: 1] -= 1
-            if prefixCounts[prefix] == 0 {
-                prefixCounts[prefix] = nil
-                try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(prefix.utf8))
-            }
-        }
+        // libzmq stops the prefix once each subscription to it has unsubscribed.
+        for prefix in subscription.prefixes { try? subscriber?.set(ZMQ_UNSUBSCRIBE, bytes: Array(prefix.utf8)) }
         perform(probes.cancel(id: id, because: .closed))
     }
 

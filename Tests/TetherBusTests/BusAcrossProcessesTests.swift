@@ -55,6 +55,53 @@ import TetherTesting
         await client.close()
     }
 
+    /// A second subscription to a prefix the client already follows gets the retained value
+    /// too (a second page of tether-web, a command's own look), and the first goes on
+    /// receiving once the second is dropped.
+    @Test func aSecondSubscriptionToTheSamePrefixGetsTheRetainedValue() async throws {
+        let run = try TestRunDirectory()
+        let (proxy, client) = try await startBus(run)
+        defer { proxy.stop() }
+        _ = try await client.subscribe(to: ["test."], confirm: true)
+        try client.retain(Probe(value: 42), on: Topic("test.retained"))
+        let watcher = try BusClient(source: "bus-watcher", runDirectory: run.runDirectory, logger: Logger(label: "bus-watcher"))
+        func firstValue(of subscription: BusSubscription) async -> (Probe, Bool)? {
+            await withTaskGroup(of: (Probe, Bool)?.self) { group in
+                group.addTask {
+                    for await message in subscription { if let probe = try? message.decode(Probe.self) { return (probe, message.header.replay) } }
+                    return nil
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(5))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+        }
+        let first = try await watcher.subscribe(to: ["test.retained"], confirm: true)
+        #expect(await firstValue(of: first).map { $0.0.value } == 42)
+        do {
+            let second = try await watcher.subscribe(to: ["test.retained"], confirm: true)
+            let replayed = await firstValue(of: second)
+            #expect(replayed?.0.value == 42 && replayed?.1 == true, "\(String(describing: replayed))")
+        }
+        // The second is dropped: the first still follows the prefix.
+        try await Task.sleep(for: .milliseconds(200))
+        try client.retain(Probe(value: 43), on: Topic("test.retained"))
+        var values: [Int] = []
+        // Before it, the value the second's subscription brought again, marked replay.
+        for _ in 0..<3 {
+            guard let (probe, _) = await firstValue(of: first) else { break }
+            values.append(probe.value)
+            if probe.value == 43 { break }
+        }
+        #expect(values.last == 43, "\(values)")
+        await watcher.close()
+        await client.close()
+    }
+
     /// A body that writes itself (a gateway frame) goes out as written with the header the
     /// bus writes, which the subscriber reads back; over its topic's limit it is refused
     /// before it is sent.
