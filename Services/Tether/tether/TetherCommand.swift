@@ -91,8 +91,8 @@ struct Chat: AsyncParsableCommand {
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)
             if plainLines {
-                // A bus of its own for each report: one opened already follows some of the
-                // topics the report reads, and their retained values are not sent to it again.
+                // A bus of its own for each report: on this one, the retained values the report
+                // asks for would reach the conversation's subscription too, as repeats.
                 let (options, remote) = (options, remote)
                 let status: @Sendable () async throws -> String = {
                     let reportBus = try openBus(options, remote)
