@@ -247,16 +247,7 @@ enum BusHeaderJSON {
 
         /// 1 to 18 decimal digits without a leading zero (longer numbers are ``parse(_:)``'s).
         mutating func digits() -> Int64? {
-            let start = index
-            var value: Int64 = 0
-            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
-                guard index - start < 18 else { return nil }
-                value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
-                index += 1
-            }
-            let count = index - start
-            guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-            return value
+            DirectJSON.digits(in: bytes, at: &index)
         }
 
         /// The bytes up to the next quote, which is taken, when none needs an escape.

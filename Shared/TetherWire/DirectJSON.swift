@@ -96,6 +96,21 @@ package enum DirectJSON {
         }
     }
 
+    /// 1 to 18 decimal digits at `index`, without a leading zero, taken; nil for anything
+    /// else (longer numbers are left to the decoder).
+    package static func digits(in bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> Int64? {
+        let start = index
+        var value: Int64 = 0
+        while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+            guard index - start < 18 else { return nil }
+            value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
+            index += 1
+        }
+        let count = index - start
+        guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        return value
+    }
+
     /// A cursor over JSON text that reads the forms the direct readers need, and gives up
     /// (nil) on anything else.
     package struct Reader {
@@ -258,15 +273,7 @@ package enum DirectJSON {
             skipSpace()
             let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
             if negative { index += 1 }
-            let start = index
-            var value: Int64 = 0
-            while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
-                guard index - start < 18 else { return nil }
-                value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
-                index += 1
-            }
-            let count = index - start
-            guard count > 0, count == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+            guard let value = DirectJSON.digits(in: bytes, at: &index) else { return nil }
             // A fraction or an exponent: the decoder's to judge.
             if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] | 0x20 == UInt8(ascii: "e") { return nil }
             return negative ? -value : value

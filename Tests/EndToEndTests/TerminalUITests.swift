@@ -229,17 +229,25 @@ import TetherTesting
         await client.close()
     }
 
+    /// `tether --plain` on the set, and what the test types into it. Its input stays open (a
+    /// FIFO the test holds, opened first so that neither side waits for the other, and not
+    /// inherited) until the test closes it.
+    private static func plainWithInput(_ set: ComposedSet) throws -> (ChildProcess, FileHandle) {
+        let input = set.run.path + "/plain.input"
+        #expect(mkfifo(input, 0o600) == 0)
+        let typing = FileHandle(fileDescriptor: open(input, O_RDWR | O_CLOEXEC), closeOnDealloc: true)
+        let plain = try ChildProcess(
+            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        return (plain, typing)
+    }
+
     /// `tether --plain` carries out the slash commands Tether handles itself, as the terminal
     /// UI and the page do, and prints their answers as lines; none of them reaches the gateway.
     @Test func plainLinesCarryOutTethersOwnCommands() async throws {
         let set = try await ComposedSet.openClaw(protocols: "3")
         defer { set.stop() }
         #expect(try set.tether(["send", "stored before"]).status == 0)
-        let input = set.run.path + "/plain.input"
-        #expect(mkfifo(input, 0o600) == 0)
-        let typing = FileHandle(fileDescriptor: open(input, O_RDWR | O_CLOEXEC), closeOnDealloc: true)
-        let plain = try ChildProcess(
-            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        let (plain, typing) = try Self.plainWithInput(set)
         defer { plain.stop() }
         #expect(await eventually { plain.standardOutput.contains("You said: stored before") }, "\(plain.standardOutput)")
         try typing.write(contentsOf: Data("/help\n/models\n/think\n/search stored\n/search nowhere\n/status\n".utf8))
@@ -260,13 +268,7 @@ import TetherTesting
         let set = try await ComposedSet()
         defer { set.stop() }
         #expect(try set.tether(["send", "before"]).status == 0)
-        // Its input stays open (a FIFO the test holds, opened first so that neither side
-        // waits for the other, and not inherited) until the test is done with it.
-        let input = set.run.path + "/plain.input"
-        #expect(mkfifo(input, 0o600) == 0)
-        let typing = FileHandle(fileDescriptor: open(input, O_RDWR | O_CLOEXEC), closeOnDealloc: true)
-        let plain = try ChildProcess(
-            Programs.path("tether"), ["--plain", "--run-dir", set.run.path], outputDirectory: set.run.path, name: "plain", standardInput: input)
+        let (plain, typing) = try Self.plainWithInput(set)
         defer { plain.stop() }
         let drawn = await eventually { plain.standardOutput.contains("you: before [delivered]") && plain.standardOutput.contains("Opta: You said: before") }
         #expect(drawn, "the stored transcript was not printed: \(plain.standardOutput)")
