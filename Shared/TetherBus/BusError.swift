@@ -92,6 +92,12 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         return nil
     }
 
+    /// True when no bus answers in the run directory: the set is not running there.
+    public var isBusMissing: Bool {
+        if case .busUnavailable = code { return true }
+        return false
+    }
+
     /// True when the other side is not there or not allowed: no answer, no bus, a refused key
     /// or a failed handshake.
     public var isUnreachable: Bool {
@@ -120,7 +126,7 @@ public struct BusError: Error, CustomStringConvertible, Sendable, Equatable {
         case .timedOut(let endpoint, let attempts):
             "no reply from \(endpoint) after \(attempts) attempt\(attempts == 1 ? "" : "s"); is the program running?"
         case .busUnavailable(let path):
-            "the bus at \(path) did not answer; is tether-bus running? (start the set with scripts/compose up)"
+            "the bus at \(path) did not answer; is tether-bus running?"
         case .remote(let endpoint, let error):
             "\(endpoint) refused the command (\(error.code.rawValue)): \(error.message)"
         case .malformedReply(let endpoint):

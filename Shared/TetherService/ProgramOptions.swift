@@ -12,6 +12,13 @@ public struct ProgramOptions: ParsableArguments, Sendable {
         help: "The run directory with the bus endpoints (default: $TETHER_RUN, else $XDG_RUNTIME_DIR/tether, else /tmp/tether-$UID).")
     public var runDirectory: String?
 
+    @Option(
+        name: .customLong("state-dir"),
+        help:
+            "Where the stores that must last are kept (default: $TETHER_STATE, else the run directory when one is named, else $XDG_STATE_HOME/tether, else ~/.local/state/tether)."
+    )
+    public var stateDirectory: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     public var logLevel: Logger.Level = .info
 
@@ -20,6 +27,11 @@ public struct ProgramOptions: ParsableArguments, Sendable {
     /// The run directory these options name.
     public var resolvedRunDirectory: RunDirectory {
         RunDirectory.resolve(runDirectory)
+    }
+
+    /// The state directory these options name (``StateDirectory``).
+    public var resolvedStateDirectory: StateDirectory {
+        StateDirectory.resolve(stateDirectory, runDirectory: runDirectory)
     }
 
     /// Sends log lines to standard error at the chosen level, once per process.

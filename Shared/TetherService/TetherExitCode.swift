@@ -17,6 +17,16 @@ public enum TetherExitCode: Int32, Sendable, CaseIterable {
     case refused = 5
     /// The command line is not valid (the usage error of sysexits.h); nothing was done.
     case usage = 64
+    /// A setting is wrong (the configuration error of sysexits.h): a variable unset, a token
+    /// file others can read, a URL that does not parse. Said in words naming the setting; a
+    /// compose supervisor does not start such a program again until the setting changes.
+    case configuration = 78
+
+    /// Whether a program that exited with `status` did so because of its configuration or
+    /// its command line: starting it again as it is cannot help.
+    public static func isConfigurationProblem(_ status: Int32) -> Bool {
+        status == Self.configuration.rawValue || status == Self.usage.rawValue
+    }
 }
 
 extension ExitCode {

@@ -161,4 +161,6 @@ public typealias StorageError = CodedError<StorageErrorCode>
 public enum StorageErrorCode: String, ErrorCode {
     /// A damaged file could not be moved aside.
     case cannotSetAside
+    /// A store could not be moved to the state directory.
+    case cannotMove
 }

@@ -14,6 +14,10 @@ public final class ComposedSet {
     public let outputs: TestRunDirectory
     public let port: Int
     public let supervisor: ChildProcess
+    /// Where the set keeps what must last: the run directory, unless the set runs in a ``DesktopHome``.
+    public let statePath: String
+    /// The desktop home the set runs in, if it does.
+    public let desktop: DesktopHome?
 
     /// Starts the set of `file` (in compose/); `environment` adds to or overrides the compose file's variables;
     /// with `namespace`, every program runs inside that network namespace. The connection
@@ -21,22 +25,35 @@ public final class ComposedSet {
     /// `tether send` must not suspend the set under the next step.
     /// With `reusing`, the set starts again in that set's run directory (stopped before) and on its port;
     /// with `in`, in that run directory, and the output of the commands the test runs in `outputs`.
+    /// With `desktop` (or a `reusing` set that ran in one), the set names no directory: it
+    /// finds its run and state directories from that home's `XDG_*` variables.
     public init(
         file: String = "default.yaml", environment: [String: String] = [:], namespace: NetworkNamespace? = nil, reusing earlier: ComposedSet? = nil,
-        in directory: TestRunDirectory? = nil, outputs: TestRunDirectory? = nil
+        in directory: TestRunDirectory? = nil, outputs: TestRunDirectory? = nil, desktop: DesktopHome? = nil
     ) async throws {
-        run = try earlier?.run ?? directory ?? TestRunDirectory()
+        let desktop = desktop ?? earlier?.desktop
+        self.desktop = desktop
+        if let desktop {
+            run = try earlier?.run ?? TestRunDirectory(path: desktop.run)
+            // Logout removed it: made again for the outputs of the test's commands.
+            try FileManager.default.createDirectory(atPath: run.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } else {
+            run = try earlier?.run ?? directory ?? TestRunDirectory()
+        }
+        statePath = desktop?.state ?? run.path
         self.outputs = outputs ?? run
         port = try earlier?.port ?? freePort()
-        let arguments = ["up", "--file", Programs.packageRoot + "/compose/" + file, "--run-dir", run.path, "--bin-dir", Programs.directory]
+        let arguments =
+            ["up", "--file", Programs.packageRoot + "/compose/" + file, "--bin-dir", Programs.directory] + (desktop == nil ? ["--run-dir", run.path] : [])
         let (executable, fullArguments) =
             namespace?.command(Programs.path("tether-compose"), arguments) ?? (Programs.path("tether-compose"), arguments)
         supervisor = try ChildProcess(
             executable, fullArguments,
             // The OpenClaw device key and tokens go to the test's own configuration directory.
-            environment: ["TETHER_IDLE_SUSPEND": "0", "XDG_CONFIG_HOME": run.path + "/config"].merging(environment) { $1 }.merging([
-                "TETHER_GATEWAY_PORT": "\(port)"
-            ]) { $1 },
+            environment: ["TETHER_IDLE_SUSPEND": "0", "XDG_CONFIG_HOME": run.path + "/config"].merging(desktop?.environment ?? [:]) { $1 }
+                .merging(environment) { $1 }.merging([
+                    "TETHER_GATEWAY_PORT": "\(port)"
+                ]) { $1 },
             outputDirectory: run.path, name: "compose")
         let ready = await eventually(timeout: .seconds(30)) {
             guard let state = self.state() else { return false }
@@ -95,7 +112,7 @@ public final class ComposedSet {
     }
 
     public func gatewayRecord() -> [[String: Any]] {
-        let text = (try? String(contentsOfFile: run.path + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
+        let text = (try? String(contentsOfFile: statePath + "/gateway-record.jsonl", encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 

@@ -20,6 +20,12 @@ public final class TestRunDirectory: Sendable {
         path = String(cString: made)
     }
 
+    /// The directory at `path`, made (with its parents, owner-only) if it is not there.
+    public init(path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        self.path = path
+    }
+
     /// Removes the directory, unless `TETHER_TEST_KEEP` is set (to read the logs of a failed test).
     deinit {
         if ProcessInfo.processInfo.environment["TETHER_TEST_KEEP"] == nil {
@@ -28,6 +34,38 @@ public final class TestRunDirectory: Sendable {
     }
 
     public var runDirectory: RunDirectory { RunDirectory(path: path) }
+}
+
+/// A private home for a test, laid out as a desktop session's: `XDG_RUNTIME_DIR` (the run
+/// directory's default parent, a stand-in for the tmpfs logout empties), `XDG_STATE_HOME`
+/// and `XDG_CONFIG_HOME` beside each other, and `HOME`. A set started in it names no
+/// directory, so it finds them as a desktop user's set does.
+public final class DesktopHome: Sendable {
+    public let root: TestRunDirectory
+
+    public init() throws {
+        root = try TestRunDirectory()
+    }
+
+    public var runtime: String { root.path + "/runtime" }
+    /// The run directory a set started here uses: `$XDG_RUNTIME_DIR/tether`.
+    public var run: String { runtime + "/tether" }
+    /// The state directory a set started here uses: `$XDG_STATE_HOME/tether`.
+    public var state: String { root.path + "/state/tether" }
+
+    /// The environment of a program started in this home.
+    public var environment: [String: String] {
+        [
+            "HOME": root.path + "/home", "XDG_RUNTIME_DIR": runtime, "XDG_STATE_HOME": root.path + "/state",
+            "XDG_CONFIG_HOME": root.path + "/config",
+        ]
+    }
+
+    /// Logout, or a reboot: the runtime directory is gone.
+    public func emptyRuntime() throws {
+        try FileManager.default.removeItem(atPath: runtime)
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
 }
 
 /// Where the built programs are: `$TETHER_BIN_DIR`, else beside the test bundle.

@@ -14,6 +14,7 @@ struct BusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-bus",
         abstract: "The Tether bus: a ZeroMQ XSUB/XPUB proxy on bus.in and bus.out in the run directory.",
+        version: TetherVersion.current,
         subcommands: [Run.self, Key.self],
         defaultSubcommand: Run.self
     )

@@ -71,7 +71,10 @@ public struct ComposeControl: Sendable {
                 program.lastExit ?? "-",
             ])
         }
-        let lines = ["supervisor: \(supervisor), file \(state.file)", table.render()]
+        let problems = state.programs.compactMap { program in
+            program.phase == .misconfigured && running ? "\(program.name) cannot run as configured: \(program.problem ?? "see its log")" : nil
+        }
+        let lines = ["supervisor: \(supervisor), file \(state.file)", table.render()] + problems
         return lines.joined(separator: "\n")
     }
 
@@ -113,21 +116,23 @@ public struct ComposeControl: Sendable {
     /// run is ready. Returns the program's `ps` line.
     public func restart(program name: String, timeout: Duration = .seconds(60)) async throws -> String {
         try runningSupervisor()
-        let restarted = try await withSupervisor { bus in
+        let problem: String? = try await withSupervisor { bus in
             let before = try await Self.ask(bus, ComposeCommands.Restart.self, .init(program: name))
             let end = ContinuousClock.now + timeout
             while ContinuousClock.now < end {
                 let state = try? await Self.ask(bus, ComposeCommands.Status.self, .init(), timeout: .seconds(2))
-                if let program = state?.programs.first(where: { $0.name == name }),
-                    program.restarts > before.restarts, program.ready, program.pid != nil, program.pid != before.pid
-                {
-                    return true
+                if let program = state?.programs.first(where: { $0.name == name }), program.restarts > before.restarts {
+                    if program.ready, program.pid != nil, program.pid != before.pid { return nil }
+                    // It ran and said its configuration is wrong: no use waiting.
+                    if program.phase == .misconfigured { return program.problem ?? "see its log" }
                 }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            return false
+            throw ComposeError(.notReady, "\(name) is not running and ready again after \(timeout); see the logs command")
         }
-        guard restarted else { throw ComposeError(.notReady, "\(name) is not running and ready again after \(timeout); see the logs command") }
+        if let problem {
+            throw ConfigurationProblem("\(name) cannot run as configured: \(problem); fix it, then restart it again")
+        }
         return await table().split(separator: "\n").first { $0.hasPrefix(name + " ") }.map(String.init) ?? "restarted \(name)"
     }
 

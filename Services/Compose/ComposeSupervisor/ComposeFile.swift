@@ -9,7 +9,7 @@ import Yams
 /// environment:            # defaults; the caller's environment wins
 ///   TETHER_GATEWAY_PORT: "8765"
 /// tokens:                 # files given a random token (mode 0600) when missing
-///   - ${TETHER_RUN}/gateway.token
+///   - ${TETHER_STATE}/gateway.token
 /// programs:
 ///   - name: bus
 ///     command: [tether-bus]
@@ -66,6 +66,42 @@ public struct ComposeFile: Decodable, Sendable {
             }
             guard seen.insert(program.name).inserted else { throw ComposeError(.invalidFile, "\(path): program '\(program.name)' is listed twice") }
         }
+    }
+
+    /// The compose file `name` names: the path as given when it exists; else, for a bare name
+    /// (`openclaw`, `web.yaml`), `compose/NAME.yaml` here; else the file of that name among the
+    /// compose files installed with the programs (`PREFIX/share/tether/compose`, beside
+    /// `programDirectory`, which is `PREFIX/lib/tether`). Nil when none exists.
+    public static func locate(_ name: String, programDirectory: String, fileExists: (String) -> Bool) -> String? {
+        if fileExists(name) { return name }
+        let file = name.hasSuffix(".yaml") ? name : name + ".yaml"
+        let base = String(file.split(separator: "/").last ?? Substring(file))
+        var candidates: [String] = []
+        if !name.contains("/") { candidates.append("compose/" + file) }
+        if !name.hasPrefix("/") && (!name.contains("/") || name.hasPrefix("compose/")) {
+            candidates.append(programDirectory + "/../../share/tether/compose/" + base)
+        }
+        return candidates.first(where: fileExists)
+    }
+
+    /// What cannot be made from `variables`: for each program whose command, and each token
+    /// path, names a variable that is not set, the words naming the program and the variable.
+    public func unsetSettings(variables: [String: String]) -> [String] {
+        var problems: [String] = []
+        for template in tokens {
+            do { _ = try Self.expand(template, variables: variables) } catch { problems.append("the token file: \(error)") }
+        }
+        for program in programs {
+            for part in program.command {
+                do {
+                    _ = try Self.expand(part, variables: variables)
+                } catch {
+                    problems.append("\(program.name): \(error)")
+                    break
+                }
+            }
+        }
+        return problems
     }
 
     /// Replaces `${NAME}` and `${NAME:-default}` with values from `variables`.

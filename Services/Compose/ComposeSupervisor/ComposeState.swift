@@ -27,6 +27,10 @@ public struct ProgramStatus: Codable, Sendable, Equatable {
         case exited
         /// Exited too often within its restart window: left stopped until `restart`.
         case failed
+        /// Exited because a setting is wrong (status 78, or 64 for its command line), or could
+        /// not be started as the compose file says: left stopped until `restart`, since
+        /// starting it again as it is cannot help. ``ProgramStatus/problem`` says what to fix.
+        case misconfigured
         case stopping
         case stopped
     }
@@ -39,6 +43,8 @@ public struct ProgramStatus: Codable, Sendable, Equatable {
     public var startedAt: Date?
     /// How the last run ended, in words.
     public var lastExit: String?
+    /// Misconfigured: the setting that is wrong and how to fix it, in the program's words.
+    public var problem: String?
 
     public init(name: String) {
         self.name = name

@@ -17,16 +17,25 @@ public actor Supervisor {
     public struct Options: Sendable {
         public var composeFile: String
         public var runDirectory: RunDirectory
+        /// Where the programs keep what must last (`TETHER_STATE` in their environment).
+        public var stateDirectory: StateDirectory
         /// Where program executables are looked up.
         public var binaryDirectory: String
         /// Copy each program's output to standard output, prefixed with its name.
         public var attached: Bool
         /// How long a program has to exit after SIGTERM before it gets SIGKILL.
         public var stopDeadline: Duration
+        /// The user's settings (``SettingsFile``): variables below the environment and above the file's own.
+        public var settings: [String: String]
 
-        public init(composeFile: String, runDirectory: RunDirectory, binaryDirectory: String, attached: Bool, stopDeadline: Duration = .seconds(5)) {
+        public init(
+            composeFile: String, runDirectory: RunDirectory, stateDirectory: StateDirectory, binaryDirectory: String, attached: Bool,
+            stopDeadline: Duration = .seconds(5), settings: [String: String] = [:]
+        ) {
+            self.settings = settings
             self.composeFile = composeFile
             self.runDirectory = runDirectory
+            self.stateDirectory = stateDirectory
             self.binaryDirectory = binaryDirectory
             self.attached = attached
             self.stopDeadline = stopDeadline
@@ -62,20 +71,29 @@ public actor Supervisor {
         self.file = try ComposeFile.load(path: options.composeFile)
         self.paths = ComposePaths(runDirectory: options.runDirectory.path)
         self.logger = logger
-        var variables = file.environment
-        for (key, value) in ProcessInfo.processInfo.environment { variables[key] = value }
-        variables["TETHER_RUN"] = options.runDirectory.path
-        variables["TETHER_COMPOSE_DIR"] = URL(fileURLWithPath: options.composeFile).deletingLastPathComponent().path
-        self.variables = variables
+        self.variables = Self.variables(of: file, options: options)
         self.initial = SupervisorMachine(programs: file.programs, stopDeadline: options.stopDeadline, now: .now)
         statuses = initial.statuses
         (newRuns, follow) = AsyncStream.makeStream()
         (stopped, stop) = AsyncStream.makeStream()
     }
 
+    /// The variables the compose file's `${NAME}`s are made from: its `environment:`, then the
+    /// user's settings, then the supervisor's own environment, then the run and state
+    /// directories and the file's folder.
+    public static func variables(of file: ComposeFile, options: Options) -> [String: String] {
+        var variables = file.environment.merging(options.settings) { $1 }
+        for (key, value) in ProcessInfo.processInfo.environment { variables[key] = value }
+        variables["TETHER_RUN"] = options.runDirectory.path
+        variables[StateDirectory.environmentVariable] = options.stateDirectory.path
+        variables["TETHER_COMPOSE_DIR"] = URL(fileURLWithPath: options.composeFile).deletingLastPathComponent().path
+        return variables
+    }
+
     /// Runs the set until SIGTERM or SIGINT, then stops it.
     public func run() async throws {
         try options.runDirectory.prepare()
+        try options.stateDirectory.prepare()
         try FileManager.default.createDirectory(atPath: paths.directory + "/logs", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let lock = try LockFile(path: paths.lock, name: "a compose supervisor for \(options.runDirectory.path)")
         try createTokens()
@@ -135,9 +153,20 @@ public actor Supervisor {
     }
 
     /// A run exited: it is no longer the program's, and the machine hears of it.
-    private func exited(_ name: String, _ pid: Int32, status: ExitStatus) {
+    private func exited(_ name: String, _ pid: Int32, status: ExitStatus, said: String?) {
         if processes[name]?.pid == pid { processes[name] = nil }
-        driver.send(.exited(name, pid: pid, status: status))
+        driver.send(.exited(name, pid: pid, status: status, said: said))
+    }
+
+    /// What a line of a program's output says of its configuration: a Tether program's
+    /// `PROGRAM: configuration: WORDS` (``ConfigurationProblem``), or the argument parser's
+    /// `Error: WORDS` for a command line it refused.
+    static func configurationWords(in line: String) -> String? {
+        if let marker = line.range(of: ": " + ConfigurationProblem.marker), line.hasPrefix("tether") {
+            return String(line[marker.upperBound...])
+        }
+        if line.hasPrefix("Error: ") { return String(line.dropFirst("Error: ".count)) }
+        return nil
     }
 
     // MARK: Starting
@@ -156,10 +185,17 @@ public actor Supervisor {
     private func spawn(_ name: String) {
         guard let program = file.programs.first(where: { $0.name == name }) else { return }
         let process: ProgramProcess
+        let command: [String]
         do {
-            let command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
+            command = try program.command.map { try ComposeFile.expand($0, variables: variables) }
+        } catch {
+            driver.send(.spawnFailed(name, reason: "\(error)", configuration: true))
+            return
+        }
+        do {
             var environment = ProcessInfo.processInfo.environment
             environment["TETHER_RUN"] = options.runDirectory.path
+            environment[StateDirectory.environmentVariable] = options.stateDirectory.path
             environment[SupervisorWatch.environmentVariable] = "\(getpid())"
             process = try ProgramProcess(
                 executable: Self.locate(command[0], binaryDirectory: options.binaryDirectory), arguments: Array(command.dropFirst()),
@@ -177,13 +213,15 @@ public actor Supervisor {
     /// Copies a run's output to its log (and to standard output when attached) and reports its exit.
     private nonisolated func follow(_ name: String, _ process: ProgramProcess) async {
         let logFile = LogFile(path: paths.log(name))
+        var said: String?
         for await event in process.events {
             switch event {
             case .line(let line):
                 logFile.write(line)
                 if options.attached { output.write(name, line) }
+                if let words = Self.configurationWords(in: line) { said = words }
             case .exited(let status):
-                await exited(name, process.pid, status: status)
+                await exited(name, process.pid, status: status, said: said)
             }
         }
     }

@@ -12,10 +12,11 @@ struct SupervisorMachine {
         case begin
         /// `spawn` started the program as `pid`; `at` is the wall-clock time, for `ps`.
         case spawned(String, pid: Int32, at: Date)
-        /// `spawn` could not start the program, for the reason given.
-        case spawnFailed(String, reason: String)
-        /// The program's run `pid` ended.
-        case exited(String, pid: Int32, status: ExitStatus)
+        /// `spawn` could not start the program, for the reason given; `configuration` when the
+        /// compose file's command for it cannot be made (a variable unset).
+        case spawnFailed(String, reason: String, configuration: Bool = false)
+        /// The program's run `pid` ended; `said` is what it said of its configuration, if it did.
+        case exited(String, pid: Int32, status: ExitStatus, said: String? = nil)
         /// A heartbeat from the executable named `program`, run as `pid`.
         case heartbeat(program: String, pid: Int32)
         /// `pid` published on `topic`.
@@ -125,13 +126,24 @@ struct SupervisorMachine {
             actions.append(.log("started \(name) (pid \(pid))"))
             // Started just as the stop began: it is stopped like the others, in its turn.
             if shuttingDown { actions += stopNext(now: now) }
-        case .spawnFailed(let name, let reason):
+        case .spawnFailed(let name, let reason, let configuration):
+            if configuration {
+                actions += misconfigured(name, description: "could not be started", problem: reason)
+                break
+            }
             actions.append(.log("\(name): \(reason)"))
             // Judged by its policy as a failure.
             actions += ended(name, description: "could not be started", exitCode: 1, now: now)
-        case .exited(let name, let pid, let status):
+        case .exited(let name, let pid, let status, let said):
             guard programs.first(where: { $0.spec.name == name })?.status.pid == pid else { break }
             let exitCode: Int32? = if case .exited(let code) = status { code } else { nil }
+            if let exitCode, TetherExitCode.isConfigurationProblem(exitCode), !shuttingDown,
+                programs.first(where: { $0.spec.name == name })?.restartRequested != true
+            {
+                let problem = said ?? "it exited with status \(exitCode), which says its configuration or command line is wrong; see its log"
+                actions += misconfigured(name, description: status.description, problem: problem)
+                break
+            }
             actions += ended(name, description: status.description, exitCode: exitCode, now: now)
         case .heartbeat(let program, let pid):
             heartbeats[program] = pid
@@ -186,6 +198,7 @@ struct SupervisorMachine {
         update(name) {
             $0.supervised = true
             $0.restartDue = nil
+            $0.status.problem = nil
             $0.status.phase = .starting
         }
         return [.spawn(name)]
@@ -282,6 +295,21 @@ struct SupervisorMachine {
         return [.log("\(name) \(description); restarting in \(delay)")]
     }
 
+    /// The program cannot run as configured: left stopped, with the words, until `restart`.
+    private mutating func misconfigured(_ name: String, description: String, problem: String) -> [Action] {
+        update(name) {
+            $0.status.phase = .misconfigured
+            $0.status.pid = nil
+            $0.status.ready = false
+            $0.status.lastExit = description
+            $0.status.problem = problem
+            $0.runStarted = nil
+            $0.killDue = nil
+            $0.supervised = false
+        }
+        return [.log("\(name) cannot run as configured: \(problem). It is not started again until you fix that and run 'restart \(name)'")]
+    }
+
     /// Stops the program and starts it again, whatever its policy; starts it if it had stopped for good.
     private mutating func restart(_ name: String, now: ContinuousClock.Instant) -> [Action] {
         guard !shuttingDown, let index = index(of: name) else { return [] }
@@ -297,7 +325,7 @@ struct SupervisorMachine {
                 $0.killDue = killDue
             }
             actions.append(.signal(name, pid: pid, signal: SIGTERM))
-        case .exited, .failed, .stopped:
+        case .exited, .failed, .misconfigured, .stopped:
             // Stopped for good (by its policy or its restart budget): started again.
             guard !program.supervised, index < nextLaunch else { break }
             update(name) { $0.status.restarts += 1 }
@@ -368,7 +396,7 @@ struct SupervisorMachine {
                     $0.supervised = false
                     $0.status.phase = .stopped
                 }
-            case .waiting, .exited, .failed, .stopped:
+            case .waiting, .exited, .failed, .misconfigured, .stopped:
                 continue
             }
         }

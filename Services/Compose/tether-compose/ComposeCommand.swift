@@ -10,6 +10,7 @@ struct ComposeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-compose",
         abstract: "Start, supervise and stop the set of Tether programs a compose file describes.",
+        version: TetherVersion.current,
         subcommands: [Up.self, Down.self, Ps.self, Logs.self, Restart.self, Kill.self]
     )
 }
@@ -22,13 +23,30 @@ struct SetOptions: ParsableArguments {
     var resolved: RunDirectory { RunDirectory.resolve(runDirectory) }
 }
 
+/// Where the set keeps what must last.
+struct StateOptions: ParsableArguments {
+    @Option(
+        name: .customLong("state-dir"),
+        help:
+            "Where the programs keep what must last (default: $TETHER_STATE, else the run directory when one is named, else $XDG_STATE_HOME/tether, else ~/.local/state/tether)."
+    )
+    var stateDirectory: String?
+}
+
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Start the set and supervise it until SIGTERM or Ctrl-C.")
 
     @OptionGroup var set: SetOptions
 
-    @Option(name: .shortAndLong, help: "The compose file.")
-    var file = "compose/default.yaml"
+    @OptionGroup var state: StateOptions
+
+    @Option(
+        name: .shortAndLong,
+        help: ArgumentHelp(
+            "The compose file: a path, or the name of one of Tether's (default, openclaw, gateway, headless, web, python), from compose/ here or as installed "
+                + "(default: TETHER_COMPOSE_FILE, from the environment or the settings tether setup writes, else default).")
+    )
+    var file: String?
 
     @Option(help: "Where the program executables are (default: beside tether-compose).")
     var binDir: String?
@@ -43,8 +61,16 @@ struct Up: AsyncParsableCommand {
         ProcessMemory.limitArenas()
         LoggingBootstrap.bootstrap(level: .warning)
         let runDirectory = set.resolved
-        let composeFile = URL(fileURLWithPath: file).standardizedFileURL.path
-        let binaries = binDir ?? URL(fileURLWithPath: CommandLine.executablePath).deletingLastPathComponent().path
+        let stateDirectory = StateDirectory.resolve(state.stateDirectory, runDirectory: set.runDirectory)
+        // The settings tether setup wrote: below the environment, above the compose file's own.
+        let settings = try await ConfigurationProblem.guarding("tether-compose") { try SettingsFile.user().values() }
+        let file = self.file ?? ProcessInfo.processInfo.environment["TETHER_COMPOSE_FILE"] ?? settings["TETHER_COMPOSE_FILE"] ?? "compose/default.yaml"
+        let programs = URL(fileURLWithPath: CommandLine.executablePath).deletingLastPathComponent().path
+        guard let located = ComposeFile.locate(file, programDirectory: programs, fileExists: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw ValidationError("no compose file \(file), here or among the installed ones (\(programs)/../../share/tether/compose)")
+        }
+        let composeFile = URL(fileURLWithPath: located).standardizedFileURL.path
+        let binaries = binDir ?? programs
         // A set whose supervisor died: what it left running goes first, said in words.
         let control = ComposeControl(runDirectory: runDirectory.path)
         if let state = control.paths.readState(), !control.supervisorIsRunning(state) {
@@ -56,18 +82,27 @@ struct Up: AsyncParsableCommand {
                             .utf8))
             }
         }
+        let options = Supervisor.Options(
+            composeFile: composeFile, runDirectory: runDirectory, stateDirectory: stateDirectory, binaryDirectory: binaries, attached: !detach,
+            settings: settings)
+        // A variable a program needs and nobody set: said now, and nothing started.
+        let loaded = try ComposeFile.load(path: composeFile)
+        let unset = loaded.unsetSettings(variables: Supervisor.variables(of: loaded, options: options))
+        if !unset.isEmpty {
+            throw ConfigurationProblem.exit(
+                "tether-compose",
+                "\(file) cannot start as configured: \(unset.joined(separator: "; ")); set \(unset.count == 1 ? "it" : "them") in the environment of tether-compose up"
+            )
+        }
         if detach {
-            try await startDetached(runDirectory: runDirectory, composeFile: composeFile, binaries: binaries)
+            try await startDetached(runDirectory: runDirectory, stateDirectory: stateDirectory, composeFile: composeFile, binaries: binaries)
             return
         }
-        let supervisor = try Supervisor(
-            options: .init(composeFile: composeFile, runDirectory: runDirectory, binaryDirectory: binaries, attached: true),
-            logger: Logger(label: "tether-compose"))
+        let supervisor = try Supervisor(options: options, logger: Logger(label: "tether-compose"))
         try await supervisor.run()
     }
 
-    private func startDetached(runDirectory: RunDirectory, composeFile: String, binaries: String) async throws {
-        _ = try ComposeFile.load(path: composeFile)
+    private func startDetached(runDirectory: RunDirectory, stateDirectory: StateDirectory, composeFile: String, binaries: String) async throws {
         try runDirectory.prepare()
         let control = ComposeControl(runDirectory: runDirectory.path)
         if let state = control.paths.readState(), control.supervisorIsRunning(state) {
@@ -77,13 +112,23 @@ struct Up: AsyncParsableCommand {
         try? FileManager.default.removeItem(atPath: control.paths.state)
         let pid = try ComposeControl.spawnDetached(
             executable: CommandLine.executablePath,
-            arguments: ["up", "--file", composeFile, "--bin-dir", binaries, "--run-dir", runDirectory.path],
+            arguments: ["up", "--file", composeFile, "--bin-dir", binaries, "--run-dir", runDirectory.path, "--state-dir", stateDirectory.path],
             logPath: control.paths.supervisorLog)
         let deadline = ContinuousClock.now + .seconds(readyTimeout)
         while ContinuousClock.now < deadline {
             if let state = control.paths.readState(), state.supervisorPID == pid, state.programs.allSatisfy(\.ready) {
                 print(await control.table())
                 return
+            }
+            // A program that cannot run as configured will not be ready: said at once.
+            if let state = control.paths.readState(), state.supervisorPID == pid,
+                let stuck = state.programs.first(where: { $0.phase == .misconfigured })
+            {
+                print(await control.table())
+                throw ConfigurationProblem.exit(
+                    "tether-compose",
+                    "\(stuck.name) cannot run as configured: \(stuck.problem ?? "see its log"); the rest of the set runs; fix it, then tether-compose restart \(stuck.name)"
+                )
             }
             if kill(pid, 0) != 0 { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -165,7 +210,7 @@ struct Restart: AsyncParsableCommand {
 
     func run() async throws {
         let control = ComposeControl(runDirectory: set.resolved.path)
-        print(try await control.restart(program: name, timeout: .seconds(timeout)))
+        print(try await ConfigurationProblem.guarding("tether-compose") { try await control.restart(program: name, timeout: .seconds(timeout)) })
     }
 }
 

@@ -13,7 +13,8 @@ struct ConndCommand: AsyncParsableCommand {
             The token comes from --token-file (mode 0600), else --secret-service, else $TETHER_TOKEN. \
             Reconnects follow --preset (default: 1 s base, 30 s cap, 5 attempts, 0.2 jitter, 30 s \
             heartbeat; aggressive: 0.5 s, 10 s, 10, 0.1, 15 s), each value overridable.
-            """
+            """,
+        version: TetherVersion.current,
     )
 
     @OptionGroup var options: ProgramOptions
@@ -118,7 +119,7 @@ struct ConndCommand: AsyncParsableCommand {
         let credential: CredentialSource =
             if let tokenFile { .file(tokenFile) } else if secretService { .secretService(url: url) } else { .environment("TETHER_TOKEN") }
         // Refuse a credential that cannot be read now rather than start a set that cannot connect.
-        _ = try await credential.read()
+        try await ConfigurationProblem.guarding("tether-connd") { _ = try await credential.read() }
         var policy = ReconnectPolicy.preset(named: preset) ?? .default
         if let backoffBase { policy.backoff.base = .seconds(backoffBase) }
         if let backoffCap { policy.backoff.cap = .seconds(backoffCap) }

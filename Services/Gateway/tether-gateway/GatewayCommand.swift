@@ -14,6 +14,7 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-gateway",
         abstract: "A development gateway that speaks the Tether wire protocol, with a demo bot.",
+        version: TetherVersion.current,
         subcommands: [Serve.self, Approve.self],
         defaultSubcommand: Serve.self
     )

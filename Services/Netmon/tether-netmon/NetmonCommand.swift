@@ -8,7 +8,8 @@ import TetherService
 struct NetmonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-netmon",
-        abstract: "Publishes the network path (default route, interface and its kind) read from the kernel."
+        abstract: "Publishes the network path (default route, interface and its kind) read from the kernel.",
+        version: TetherVersion.current,
     )
 
     @OptionGroup var options: ProgramOptions

@@ -14,7 +14,8 @@ struct NotifyCommand: AsyncParsableCommand {
             Notifications go to org.freedesktop.Notifications on the user's D-Bus session bus \
             (DBUS_SESSION_BUS_ADDRESS, else the bus socket in XDG_RUNTIME_DIR). Where there is none, \
             tether-notify says so once in its log and carries on.
-            """
+            """,
+        version: TetherVersion.current,
     )
 
     enum Switch: String, ExpressibleByArgument, CaseIterable {

@@ -10,15 +10,16 @@ import TetherStorage
 struct ProtodCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-protod",
-        abstract: "The protocol handler: durable outbox, acknowledgements, streamed replies, ping/pong."
+        abstract: "The protocol handler: durable outbox, acknowledgements, streamed replies, ping/pong.",
+        version: TetherVersion.current,
     )
 
     @OptionGroup var options: ProgramOptions
 
-    @Option(help: "The outbox database (default: protod.sqlite in the run directory).")
+    @Option(help: "The outbox database (default: protod.sqlite in the state directory).")
     var outbox: String?
 
-    @Option(help: "The conversation journal snapd catches up from (default: conversation.sqlite in the run directory).")
+    @Option(help: "The conversation journal snapd catches up from (default: conversation.sqlite in the state directory).")
     var journal: String?
 
     @Option(help: "Retry policy of messages that name none: default (an acknowledgement is late after 10 s), patient (30 s) or none.")
@@ -58,8 +59,13 @@ struct ProtodCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let path = outbox ?? options.resolvedRunDirectory.file("protod.sqlite")
-        let journalPath = journal ?? options.resolvedRunDirectory.file("conversation.sqlite")
+        let state = options.resolvedStateDirectory
+        let path = outbox ?? state.file("protod.sqlite")
+        let journalPath = journal ?? state.file("conversation.sqlite")
+        // Stores at their default place may still be where an earlier Tether kept them.
+        var moving: [StoreRelocation.Store] = []
+        if outbox == nil { moving.append(.init("protod.sqlite", what: "the outbox")) }
+        if journal == nil { moving.append(.init("conversation.sqlite", what: "the conversation journal")) }
         let settings = ProtocolSettings(
             defaultRetry: retry,
             delivery: .init(
@@ -67,6 +73,9 @@ struct ProtodCommand: AsyncParsableCommand {
                 sessionKey: session, whenFull: whenFull))
         let counters = ProgramCounters(names: ProtocolCounter.all)
         try await BusProgram.run("tether-protod", options: options, counters: counters) { bus, logger in
+            try state.prepare()
+            let moves = try StoreRelocation.moveStores(moving, into: state.path, from: state.legacyDirectories(runDirectory: options.resolvedRunDirectory))
+            StoreRelocation.log(moves, to: logger)
             let (outbox, outboxReplaced) = try await Outbox.openChecked(path: path)
             let (journal, journalReplaced) = try await ConversationJournal.openChecked(path: journalPath)
             let replaced = [outboxReplaced, journalReplaced].compactMap { $0 }

@@ -10,12 +10,13 @@ import TetherStorage
 struct SnapdCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-snapd",
-        abstract: "The snapshot store: the transcript, display snapshots and connection identity in SQLite, for a front end's first frame."
+        abstract: "The snapshot store: the transcript, display snapshots and connection identity in SQLite, for a front end's first frame.",
+        version: TetherVersion.current,
     )
 
     @OptionGroup var options: ProgramOptions
 
-    @Option(help: "The transcript database (default: snapd.sqlite in the run directory).")
+    @Option(help: "The transcript database (default: snapd.sqlite in the state directory).")
     var database: String?
 
     @Option(help: "The most transcript entries kept; the oldest are removed beyond it.")
@@ -26,8 +27,16 @@ struct SnapdCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let path = database ?? options.resolvedRunDirectory.file("snapd.sqlite")
+        let state = options.resolvedStateDirectory
+        let path = database ?? state.file("snapd.sqlite")
         try await BusProgram.run("tether-snapd", options: options) { bus, logger in
+            try state.prepare()
+            if database == nil {
+                let moves = try StoreRelocation.moveStores(
+                    [.init("snapd.sqlite", what: "the transcript")], into: state.path, from: state.legacyDirectories(runDirectory: options.resolvedRunDirectory)
+                )
+                StoreRelocation.log(moves, to: logger)
+            }
             let (store, replaced) = try await TranscriptStore.openChecked(path: path, maximumEntries: maxEntries)
             if let replaced { logger.error("\(replaced.words)") }
             return [

@@ -11,6 +11,7 @@ struct TapCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-tap",
         abstract: "Inspect the Tether bus: print its messages, their rates and gaps; record them and replay them.",
+        version: TetherVersion.current,
         subcommands: [Echo.self, Replay.self],
         defaultSubcommand: Echo.self
     )

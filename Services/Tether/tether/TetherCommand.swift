@@ -13,9 +13,10 @@ struct TetherCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether",
         abstract: "Chat through the Tether set: send messages, watch the conversation, check the status.",
+        version: TetherVersion.current,
         subcommands: [
             Chat.self, Send.self, Watch.self, Search.self, Status.self, Sessions.self, SessionCommand.self, Models.self, Agents.self, Abort.self,
-            Approvals.self, Approve.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self,
+            Approvals.self, Approve.self, Cancel.self, Reconnect.self, Suspend.self, Resume.self, Web.self, Setup.self,
         ],
         defaultSubcommand: Chat.self
     )
@@ -55,7 +56,22 @@ func printJSON(_ value: some Encodable) throws {
 func commandError(_ error: any Error) -> any Error {
     guard let report = SendReport(unreachable: error) else { return error }
     for note in report.notes { FileHandle.standardError.write(Data("tether: \(note)\n".utf8)) }
+    if let error = error as? BusError, error.isBusMissing {
+        FileHandle.standardError.write(Data("tether: the set is not running: \(howToStartTheSet())\n".utf8))
+    }
     return ExitCode(report.exitCode)
+}
+
+/// How to start the set, in one line: through the user unit where it is installed, else with
+/// the supervisor.
+func howToStartTheSet(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+    let data = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
+    let units = [data + "/systemd/user", "/usr/lib/systemd/user", "/usr/local/lib/systemd/user", "/etc/systemd/user"].map { $0 + "/tether.service" }
+    if units.contains(where: { FileManager.default.fileExists(atPath: $0) }) {
+        return "start it with systemctl --user start tether (tether setup --enable starts it at every login)"
+    }
+    return "start it with tether-compose up --detach (scripts/compose up in a checkout)"
 }
 
 struct Chat: AsyncParsableCommand {
@@ -280,10 +296,13 @@ extension DeliveryStrategy: ArgumentParser.ExpressibleByArgument {}
 
 struct Web: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print the URL that opens the web page of tether-web (it carries the access token)."
+        abstract: "Print the URL that opens the web page of tether-web (it carries the access token), or open it in the browser."
     )
 
     @OptionGroup var options: ProgramOptions
+
+    @Flag(help: "Open the page in the desktop's web browser (xdg-open) instead of printing its URL.")
+    var open = false
 
     func run() async throws {
         let directory = options.resolvedRunDirectory
@@ -300,6 +319,16 @@ struct Web: AsyncParsableCommand {
             FileHandle.standardError.write(Data("tether: \(error)\n".utf8))
             throw ExitCode(.notDone)
         }
-        print("\(url)?token=\(token)")
+        let address = "\(url)?token=\(token)"
+        guard open else { return print(address) }
+        // xdg-open hands the address to the browser the desktop chose, and returns.
+        let status = await Setup.run("xdg-open", [address])
+        guard status == 0 else {
+            FileHandle.standardError.write(
+                Data(
+                    "tether: xdg-open could not open the page (\(status == 127 ? "there is no xdg-open here" : "status \(status)")); tether web prints its address\n"
+                        .utf8))
+            throw ExitCode(.notDone)
+        }
     }
 }

@@ -8,7 +8,8 @@ import WebFrontEnd
 struct WebCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-web",
-        abstract: "A web front end: one page and a WebSocket bridged to the bus. `tether web` prints the URL to open."
+        abstract: "A web front end: one page and a WebSocket bridged to the bus. `tether web` prints the URL to open.",
+        version: TetherVersion.current,
     )
 
     @OptionGroup var options: ProgramOptions
