@@ -47,6 +47,9 @@ import TetherTesting
 
         let ps = try Self.compose(["ps"], run: run)
         #expect(ps.standardOutput.contains(fix), "\(ps.standardOutput)")
+        let status = try ChildProcess(Programs.path("tether"), ["status", "--run-dir", run.path], outputDirectory: run.path, name: "status")
+        try status.waitForExit(timeout: .seconds(30))
+        #expect(status.standardOutput.contains(fix), "tether status: \(status.standardOutput)\(status.standardError)")
         let restart = try Self.compose(["restart", "connd", "--timeout", "30"], run: run)
         #expect(restart.status == 78, "\(restart.standardError)")
         #expect(restart.standardError.contains(fix), "\(restart.standardError)")

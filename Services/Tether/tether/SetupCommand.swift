@@ -255,12 +255,27 @@ struct Setup: AsyncParsableCommand {
     }
 }
 
-/// Whether a compose supervisor runs in a run directory, from its state file.
+/// What a running compose supervisor's state file (`compose/state.json` in the run directory) says.
 enum ComposeStateProbe {
-    static func supervisorRunning(runDirectory: String) -> Bool {
+    /// The state file's contents while its supervisor runs; nil otherwise.
+    private static func runningState(runDirectory: String) -> [String: Any]? {
         guard let data = FileManager.default.contents(atPath: runDirectory + "/compose/state.json"),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let pid = object["supervisorPID"] as? Int
-        else { return false }
-        return kill(pid_t(pid), 0) == 0
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let pid = object["supervisorPID"] as? Int,
+            kill(pid_t(pid), 0) == 0
+        else { return nil }
+        return object
+    }
+
+    static func supervisorRunning(runDirectory: String) -> Bool {
+        runningState(runDirectory: runDirectory) != nil
+    }
+
+    /// "connd cannot run as configured: WORDS" for each program the supervisor left stopped for a wrong setting.
+    static func misconfigured(runDirectory: String) -> [String] {
+        let programs = runningState(runDirectory: runDirectory)?["programs"] as? [[String: Any]] ?? []
+        return programs.compactMap { program in
+            guard program["phase"] as? String == "misconfigured", let name = program["name"] as? String else { return nil }
+            return "\(name) cannot run as configured: \((program["problem"] as? String) ?? "see tether-compose logs \(name)")"
+        }
     }
 }

@@ -276,17 +276,20 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
+        // A program its supervisor left stopped for a wrong setting says nothing on the bus: its words are the supervisor's.
+        let problems = ComposeStateProbe.misconfigured(runDirectory: options.resolvedRunDirectory.path)
         let bus = try openBus(options, remote)
         let report: StatusReport
         do {
             report = try await StatusReport.gather(bus: bus)
         } catch {
+            for problem in problems { FileHandle.standardError.write(Data("tether: \(TerminalSafe.visible(problem))\n".utf8)) }
             throw commandError(error)
         }
         if json {
             print(String(decoding: try BusSchema.makeEncoder().encode(report), as: UTF8.self))
         } else {
-            print(TerminalSafe.visible(report.render()))
+            print(TerminalSafe.visible(([report.render()] + problems).joined(separator: "\n")))
         }
         await bus.close()
     }
