@@ -120,6 +120,7 @@ struct Chat: AsyncParsableCommand {
                 await TerminalSession(bus: bus, frame: frame).run(events: events)
             }
         } catch {
+            await bus.close()
             throw commandError(error)
         }
         await bus.close()
@@ -226,6 +227,8 @@ struct Send: AsyncParsableCommand {
                 if let warning = $0.warning { say("warning: \(warning)") }
             }
         } catch {
+            presence.leave()
+            await bus.close()
             throw commandError(error)
         }
         presence.leave()
@@ -284,6 +287,7 @@ struct Status: AsyncParsableCommand {
             report = try await StatusReport.gather(bus: bus)
         } catch {
             for problem in problems { FileHandle.standardError.write(Data("tether: \(TerminalSafe.visible(problem))\n".utf8)) }
+            await bus.close()
             throw commandError(error)
         }
         if json {
