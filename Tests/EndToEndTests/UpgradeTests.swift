@@ -34,13 +34,14 @@ import Glibc
             Issue.record("this checkout lacks the earlier release \(Self.earlierRelease) (a shallow clone?): \(known.standardError)")
             return
         }
-        // The earlier Tether, built as its README said, in a worktree of its own.
+        // The earlier Tether, built as its README said, in a worktree of its own; at the lowest
+        // priority, so that the suites beside it keep their pace.
         let earlier = home.root.path + "/earlier"
         let worktree = try Self.shell(
             "cd '\(root)' && git worktree add --detach '\(earlier)' \(Self.earlierRelease)", in: home.root, name: "worktree", timeout: .seconds(60))
         #expect(worktree.status == 0, "\(worktree.standardError)")
         defer { _ = try? Self.shell("cd '\(root)' && git worktree remove --force '\(earlier)'", in: home.root, name: "unworktree", timeout: .seconds(60)) }
-        let build = try Self.shell("cd '\(earlier)' && swift build -q 2>&1 | tail -n 20", in: home.root, name: "build", timeout: .seconds(1500))
+        let build = try Self.shell("cd '\(earlier)' && nice -n 19 swift build -q 2>&1 | tail -n 20", in: home.root, name: "build", timeout: .seconds(1500))
         let earlierBin = earlier + "/.build/debug"
         #expect(build.status == 0 && FileManager.default.isExecutableFile(atPath: earlierBin + "/tether-compose"), "\(build.standardOutput)")
 
