@@ -20,12 +20,9 @@ public struct DeviceKeyStore: Sendable {
         self.directory = directory
     }
 
-    /// `$XDG_CONFIG_HOME/tether`, else `$HOME/.config/tether`.
+    /// `$XDG_CONFIG_HOME/tether`, else `$HOME/.config/tether`: Tether's configuration directory.
     public static var defaultDirectory: String {
-        let environment = ProcessInfo.processInfo.environment
-        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/tether" }
-        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-        return home + "/.config/tether"
+        SettingsFile.configurationDirectory()
     }
 
     var keyPath: String { directory + "/openclaw-device.key" }
