@@ -1,4 +1,5 @@
 import CLinux
+public import FoundationEssentials
 import Synchronization
 public import TetherBus
 
@@ -247,5 +248,31 @@ struct LineSplitter {
     mutating func rest() -> String? {
         defer { pending.removeAll() }
         return pending.isEmpty ? nil : String(decoding: pending, as: UTF8.self)
+    }
+}
+
+extension ProgramProcess {
+    /// The executable `command` names: a path as it is, else the first of that name on `PATH`;
+    /// nil when there is none.
+    public static func find(_ command: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if command.contains("/") { return command }
+        let path = environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(command)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Runs `command` (a path, or a name on `PATH`) to its end, its output discarded, in this
+    /// process's environment; its exit status: 127 when it cannot be started, 128 when a
+    /// signal ended it. The process is reaped here, not through SIGCHLD, which a starter with
+    /// signals blocked never passes on (as Foundation's Process waits for it).
+    public static func runToEnd(_ command: String, arguments: [String]) async -> Int32 {
+        guard let executable = find(command),
+            let process = try? ProgramProcess(executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        else { return 127 }
+        for await event in process.events {
+            guard case .exited(let status) = event else { continue }
+            if case .exited(let code) = status { return code }
+            return 128
+        }
+        return 128
     }
 }

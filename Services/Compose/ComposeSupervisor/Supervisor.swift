@@ -231,11 +231,7 @@ public actor Supervisor {
         if command.contains("/") { return command }
         let beside = binaryDirectory + "/" + command
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(command)") {
-            return "\(directory)/\(command)"
-        }
-        return beside
+        return ProgramProcess.find(command) ?? beside
     }
 
     // MARK: Control

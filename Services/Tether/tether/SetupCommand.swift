@@ -150,11 +150,11 @@ struct Setup: AsyncParsableCommand {
     /// Starts the set: through the user unit when it runs or is to be enabled, else with
     /// tether-compose; a running set is restarted when a setting changed.
     private func start(restart: Bool) async throws {
-        let unitActive = await Self.run("systemctl", ["--user", "is-active", "--quiet", "tether"]) == 0
+        let unitActive = await ProgramProcess.runToEnd("systemctl", arguments: ["--user", "is-active", "--quiet", "tether"]) == 0
         if enable {
             let verb = unitActive && restart ? "restart" : "start"
-            guard await Self.run("systemctl", ["--user", "enable", "tether"]) == 0,
-                await Self.run("systemctl", ["--user", verb, "tether"]) == 0
+            guard await ProgramProcess.runToEnd("systemctl", arguments: ["--user", "enable", "tether"]) == 0,
+                await ProgramProcess.runToEnd("systemctl", arguments: ["--user", verb, "tether"]) == 0
             else {
                 throw ConfigurationProblem("systemctl --user enable --now tether failed: is Tether installed (scripts/install), and is there a user session?")
             }
@@ -163,7 +163,7 @@ struct Setup: AsyncParsableCommand {
         }
         if unitActive {
             guard restart else { return say("the tether user unit runs the set") }
-            guard await Self.run("systemctl", ["--user", "restart", "tether"]) == 0 else {
+            guard await ProgramProcess.runToEnd("systemctl", arguments: ["--user", "restart", "tether"]) == 0 else {
                 throw ConfigurationProblem("systemctl --user restart tether failed: see journalctl --user -u tether")
             }
             return say("restarted the tether user unit with the new settings")
@@ -174,9 +174,9 @@ struct Setup: AsyncParsableCommand {
         let running = ComposeStateProbe.supervisorRunning(runDirectory: options.resolvedRunDirectory.path)
         if running {
             guard restart else { return say("the set is running") }
-            _ = await Self.run(compose, ["down"] + (options.runDirectory.map { ["--run-dir", $0] } ?? []))
+            _ = await ProgramProcess.runToEnd(compose, arguments: ["down"] + (options.runDirectory.map { ["--run-dir", $0] } ?? []))
         }
-        let status = await Self.run(compose, arguments)
+        let status = await ProgramProcess.runToEnd(compose, arguments: arguments)
         guard status == 0 else {
             throw ConfigurationProblem("the set did not start (tether-compose up --detach exited with \(status)): tether-compose ps and logs say why")
         }
@@ -230,28 +230,6 @@ struct Setup: AsyncParsableCommand {
 
     private static var executablePath: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    }
-
-    /// Runs a program to its end, its output discarded; its exit status (127 when it cannot be
-    /// started). Through ``ProgramProcess``, which reaps it itself: Foundation's Process waits
-    /// for SIGCHLD, which a starter with signals blocked never passes on.
-    @discardableResult
-    static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
-        let path =
-            executable.contains("/")
-            ? executable
-            : (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/\(executable)" }
-                .first { FileManager.default.isExecutableFile(atPath: $0) } ?? executable
-        guard let process = try? ProgramProcess(executable: path, arguments: arguments, environment: ProcessInfo.processInfo.environment) else {
-            return 127
-        }
-        for await event in process.events {
-            if case .exited(let status) = event {
-                if case .exited(let code) = status { return code }
-                return 128
-            }
-        }
-        return 128
     }
 }
 

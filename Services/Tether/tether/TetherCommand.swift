@@ -329,7 +329,7 @@ struct Web: AsyncParsableCommand {
         let address = "\(url)?token=\(token)"
         guard open else { return print(address) }
         // xdg-open hands the address to the browser the desktop chose, and returns.
-        let status = await Setup.run("xdg-open", [address])
+        let status = await ProgramProcess.runToEnd("xdg-open", arguments: [address])
         guard status == 0 else {
             FileHandle.standardError.write(
                 Data(
