@@ -32,7 +32,7 @@ func program(
         ),
         .executableTarget(
             name: executable,
-            dependencies: [.target(name: library), "TetherService", "TetherSchema", .argumentParser],
+            dependencies: [.target(name: library), "TetherBus", "TetherService", "TetherSchema", .argumentParser],
             path: "Services/\(folder)/\(executable)",
             swiftSettings: swiftSettings
         ),
@@ -386,7 +386,8 @@ let package = Package(
             .testTarget(
                 name: "EndToEndTests",
                 dependencies: [
-                    "TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "ConnectionManager", "CZeroMQ", .logging,
+                    "TetherTesting", "TetherBus", "TetherSchema", "TetherService", "TetherWire", "OpenClawWire", "ConnectionManager", "CZeroMQ", .grdb,
+                    .logging,
                     .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                 ],
                 path: "Tests/EndToEndTests",

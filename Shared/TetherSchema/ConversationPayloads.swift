@@ -24,6 +24,10 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
     case received
     /// A streamed reply cut off before its final chunk.
     case incomplete
+    /// Lost with a damaged outbox: no other store held the whole message (its images are kept
+    /// in the outbox alone), so it cannot be sent again; if it was written before, the gateway
+    /// may have it (the update's detail says which).
+    case lost
 
     /// How far along a message is, so an older update never overwrites a newer one.
     public var rank: Int {
@@ -31,7 +35,7 @@ public enum DeliveryStatus: String, Codable, Sendable, CaseIterable {
         case .queued: 0
         case .sent: 1
         case .accepted, .incomplete: 2
-        case .delivered, .failed, .expired, .cancelled, .received: 3
+        case .delivered, .failed, .expired, .cancelled, .received, .lost: 3
         }
     }
 

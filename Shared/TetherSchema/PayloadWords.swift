@@ -58,6 +58,7 @@ extension DeliveryStatus {
         case .failed: "✗ failed"
         case .expired: "✗ expired"
         case .cancelled: "✗ cancelled"
+        case .lost: "✗ lost with a damaged outbox"
         case .received, .incomplete: rawValue
         }
     }

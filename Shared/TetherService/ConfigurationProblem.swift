@@ -19,8 +19,9 @@ public struct ConfigurationProblem: Error, CustomStringConvertible, Sendable {
     /// The marker a supervisor looks for in a program's output to find the words.
     public static let marker = "configuration: "
 
-    /// Runs `body`; a ``ConfigurationProblem``, or a secret that cannot be used
-    /// (``SecretFileError``), ends `program` with its words and exit status 78. The desktop's
+    /// Runs `body`; a ``ConfigurationProblem``, a secret that cannot be used
+    /// (``SecretFileError``) or another error no restart gets past (``UnfixableByRestart``)
+    /// ends `program` with its words and exit status 78. The desktop's
     /// secret service not answering is not one: at login it may answer a moment later.
     public static func guarding<Result>(_ program: String, _ body: () async throws -> Result) async throws -> Result {
         do {
@@ -28,6 +29,8 @@ public struct ConfigurationProblem: Error, CustomStringConvertible, Sendable {
         } catch let error as ConfigurationProblem {
             throw exit(program, error.description)
         } catch let error as SecretFileError where error.code != .secretService {
+            throw exit(program, error.description)
+        } catch let error as any UnfixableByRestart {
             throw exit(program, error.description)
         }
     }

@@ -61,6 +61,31 @@ public enum StoredDatabase {
         return (store, ReplacedDatabase(file: path, movedTo: movedTo, problem: problem, words: words, at: now))
     }
 
+    /// Refuses, in words, a store that a newer Tether changed in ways `migrator` does not know
+    /// (it names migrations this version lacks): this version would misread it, and a new
+    /// one in its place would hide what it holds. The file is left exactly as it is.
+    ///
+    /// - Parameter what: the store's role, for the words (`the outbox`).
+    public static func refuseNewer(_ path: String, what: String, migrator: DatabaseMigrator) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        // Read only, before the program's own connection (whose set-up may write the file) opens it.
+        var configuration = Configuration()
+        configuration.readonly = true
+        let unknown: Set<String>
+        do {
+            let reader = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? reader.close() }
+            unknown = try reader.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
+        } catch {
+            return  // Unreadable: damage, which opening the store finds and handles.
+        }
+        guard !unknown.isEmpty else { return }
+        let names = unknown.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+        throw NewerStoreRefusal(
+            "\(what) (\(path)) was written by a newer version of Tether than this one (\(TetherVersion.current)): it holds changes this version "
+                + "does not know (\(names)); it is left as it is: install that version again (or a newer one) to use it")
+    }
+
     /// Moves the file and its write-ahead log and shared memory aside as
     /// `<path>.damaged-<UTC time>`, so the damaged file can still be read; returns its new path.
     public static func setAside(_ path: String, at date: Date) throws -> String {
@@ -163,4 +188,13 @@ public enum StorageErrorCode: String, ErrorCode {
     case cannotSetAside
     /// A store could not be moved to the state directory.
     case cannotMove
+}
+
+/// A store written by a newer version of Tether, refused and left as it is.
+public struct NewerStoreRefusal: UnfixableByRestart, Equatable {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
 }

@@ -3,6 +3,7 @@ import GRDB
 import ProtocolHandler
 import SnapshotStore
 import Testing
+import TetherBus
 import TetherSchema
 import TetherStorage
 import TetherTesting
@@ -53,13 +54,14 @@ import TetherWire
         #expect(StoredDatabase.problem(at: path) != nil)
 
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let (outbox, replaced) = try await Outbox.openChecked(path: path, now: now)
+        let (outbox, replaced, _) = try await Outbox.openChecked(path: path, now: now)
         let notice = try #require(replaced)
         #expect(notice.movedTo == path + ".damaged-2027-01-15T080000Z")
         #expect(FileManager.default.fileExists(atPath: notice.movedTo ?? ""))
         #expect(notice.words.hasPrefix("the outbox (\(path)) was damaged ("))
         #expect(
-            notice.words.hasSuffix("3 messages read back from it, 3 of them still to be sent; any it held that could not be read are lost"),
+            notice.words.hasSuffix(
+                "3 messages read back from it; the conversation journal held no other message waiting; 3 messages to be sent; any that neither held are lost"),
             "\(notice.words)")
         let pending = try await outbox.pending()
         #expect(pending.map(\.id) == ["m1", "m2", "m3"])
@@ -68,6 +70,77 @@ import TetherWire
         // The new file is sound; a second start finds nothing to set aside.
         #expect(StoredDatabase.problem(at: path) == nil)
         #expect(try await Outbox.openChecked(path: path).1 == nil)
+    }
+
+    @Test func aZeroedOutboxTakesBackFromTheJournalWhatWasNeverConfirmed() async throws {
+        let run = try TestRunDirectory()
+        let path = run.path + "/outbox.sqlite"
+        try await outboxWithFiller(at: path)
+        try FileHandle(forWritingAtPath: path).map {
+            try $0.truncate(atOffset: 0); try $0.close()
+        }
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        func entry(_ id: String, _ status: DeliveryStatus, _ seconds: Double, images: [AttachmentNote]? = nil) -> TranscriptEntry {
+            TranscriptEntry(
+                id: MessageID(id), sender: .user, content: "waiting \(id)", timestamp: t0.addingTimeInterval(seconds), status: status,
+                attachments: images)
+        }
+        let journal = [
+            entry("m1", .delivered, 1), entry("m2", .queued, 2), entry("m3", .sent, 3),
+            entry("m4", .queued, 4, images: [AttachmentNote(name: "cat.png", mimeType: "image/png", bytes: 10)]),
+        ]
+        let (outbox, replaced, lost) = try await Outbox.openChecked(path: path, recoveringFrom: journal, now: t0)
+        let notice = try #require(replaced)
+        #expect(
+            notice.words.hasSuffix(
+                "no message could be read from it; the conversation journal held 3 messages never confirmed, put back under their own ids; "
+                    + "1 of them cannot be sent again (images kept in the outbox alone) and is marked lost; 2 messages to be sent; any that neither held are lost"
+            ),
+            "\(notice.words)")
+        let pending = try await outbox.pending()
+        #expect(pending.map(\.id) == ["m2", "m3"])
+        #expect(pending.map(\.status) == [.queued, .sent])
+        #expect(lost.map(\.id) == [MessageID("m4")])
+        #expect(try await outbox.message(id: "m4")?.status == .lost, "kept as lost, so the same id is not taken as new")
+        let again = try await outbox.enqueue(id: MessageID("m4"), content: "waiting m4")
+        #expect(!again.inserted && again.0.status == .lost)
+    }
+
+    /// Marks the store at `path` as changed by a migration this version does not know.
+    static func markWrittenByANewerVersion(_ path: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('from a later release')") }
+        try queue.close()
+    }
+
+    @Test func aStoreANewerVersionWroteIsRefusedInWordsAndLeftAsItIs() async throws {
+        let run = try TestRunDirectory()
+        let outboxPath = run.path + "/protod.sqlite"
+        _ = try await Outbox(path: outboxPath).enqueue(id: MessageID("m1"), content: "kept")
+        _ = try ConversationJournal(path: run.path + "/conversation.sqlite")
+        _ = try TranscriptStore(path: run.path + "/snapd.sqlite")
+        for (file, what) in [("protod.sqlite", "the outbox"), ("conversation.sqlite", "the conversation journal"), ("snapd.sqlite", "the transcript store")] {
+            let path = run.path + "/" + file
+            try Self.markWrittenByANewerVersion(path)
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            let refusal: NewerStoreRefusal?
+            do {
+                switch file {
+                case "protod.sqlite": _ = try await Outbox.openChecked(path: path)
+                case "conversation.sqlite": _ = try await ConversationJournal.openChecked(path: path)
+                default: _ = try await TranscriptStore.openChecked(path: path)
+                }
+                refusal = nil
+            } catch let error as NewerStoreRefusal {
+                refusal = error
+            }
+            let words = try #require(refusal, "\(file) was opened").description
+            #expect(words.hasPrefix("\(what) (\(path)) was written by a newer version of Tether than this one (\(TetherVersion.current))"), "\(words)")
+            #expect(words.contains("(\"from a later release\")"), "\(words)")
+            #expect(words.hasSuffix("it is left as it is: install that version again (or a newer one) to use it"), "\(words)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "\(file) was changed")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: run.path).allSatisfy { !$0.contains(".damaged-") }, "set aside as damaged")
+        }
     }
 
     @Test func aDamagedTranscriptStoreKeepsTheEntriesItCanRead() async throws {

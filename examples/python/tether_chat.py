@@ -248,7 +248,7 @@ def send_once(chat, text, timeout):
         if topic == "conv.message" and (body.get("inReplyTo") or {}).get("value") == message_id:
             print(body["content"], flush=True)
             return 0
-        if topic == "conv.delivery" and body["id"]["value"] == message_id and body["status"] in ("failed", "expired", "cancelled"):
+        if topic == "conv.delivery" and body["id"]["value"] == message_id and body["status"] in ("failed", "expired", "cancelled", "lost"):
             print(f"the message {body['status']}: {body.get('detail', '')}", file=sys.stderr)
             return 1
     print(f"no reply within {timeout} s", file=sys.stderr)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ConnectionManager
 import FoundationEssentials
+import TetherBus
 import TetherSchema
 import TetherService
 

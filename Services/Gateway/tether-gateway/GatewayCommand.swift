@@ -3,6 +3,7 @@ import DevGateway
 import Foundation
 import Hummingbird
 import Logging
+import TetherBus
 import TetherService
 
 #if canImport(FoundationNetworking)

@@ -27,8 +27,15 @@ public final class ConversationJournal: Sendable {
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        let migrator = Self.migrator
+        try StoredDatabase.refuseNewer(path, what: "the conversation journal", migrator: migrator)
         database = try DatabaseQueue(path: path, configuration: configuration)
         self.capacity = max(1, capacity)
+        try migrator.migrate(database)
+        name = try database.read { db in try String.fetchOne(db, sql: "SELECT name FROM identity WHERE id = 1") } ?? ""
+    }
+
+    private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("create journal") { db in
             try db.create(table: "change") { table in
@@ -41,8 +48,7 @@ public final class ConversationJournal: Sendable {
             }
             try db.execute(sql: "INSERT INTO identity (id, name) VALUES (1, ?)", arguments: [UUID().uuidString.lowercased()])
         }
-        try migrator.migrate(database)
-        name = try database.read { db in try String.fetchOne(db, sql: "SELECT name FROM identity WHERE id = 1") } ?? ""
+        return migrator
     }
 
     /// Opens the journal at `path`; a damaged file is set aside and a new journal (with a new

@@ -40,8 +40,13 @@ public struct DeliveryStateMachine: Sendable {
         /// recent transcript entries journaled (what a history lookup is matched against), and
         /// the session the user chose last (nil: ``Settings/sessionKey``).
         case started(pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [], chosenSession: String? = nil)
-        /// A message was committed to the outbox (after ``admit(_:now:)`` let it in).
+        /// A message was committed to the outbox (after ``admit(_:now:)`` let it in), or put
+        /// back into it from another store after the outbox was found damaged.
         case accepted(OutboxMessage, fallbackFrom: DeliveryStrategy?)
+        /// The outbox was found damaged at start and made anew, and no other store held these
+        /// messages whole: they are said lost. The damage and each of them count as failures
+        /// in the health (what the damage took beyond them is not known).
+        case outboxWasDamaged(lost: [DeliveryUpdate])
         /// The user cancels these messages, or every pending one (nil).
         case cancel([String]?)
         /// OpenClaw: the user chose to chat in this session (as a person writes it, or its
@@ -164,7 +169,7 @@ public struct DeliveryStateMachine: Sendable {
     var health: HealthMonitor
     var suggestions = SuggestionBook()
     /// What `outbox.summary` says of the messages that left undelivered.
-    private var tally = OutboxTally()
+    var tally = OutboxTally()
     var lastSession: ConversationSession?
     /// OpenClaw: the session the user chose, as they wrote it; new messages go to it.
     public internal(set) var chosenSession: String?
@@ -190,7 +195,7 @@ public struct DeliveryStateMachine: Sendable {
     /// The session whose settings were last asked for on the open connection.
     var settingsAskedFor: String?
     /// How many recent transcript entries the machine keeps in mind (and is started with).
-    static let knownLimit = TranscriptMemory.limit
+    public static let knownLimit = TranscriptMemory.limit
 
     public init(settings: Settings = Settings(), now: Date) {
         self.settings = settings
@@ -309,6 +314,8 @@ public struct DeliveryStateMachine: Sendable {
             actions.append(.retainHealth(health.report))
         case .accepted(let message, let fallbackFrom):
             accepted(message, fallbackFrom: fallbackFrom, now: now, into: &actions)
+        case .outboxWasDamaged(let lost):
+            outboxWasDamaged(lost: lost, now: now, into: &actions)
         case .cancel(let ids):
             let chosen = ids.map(Set.init) ?? Set(pending.map(\.id))
             let cancelled = pending.filter { chosen.contains($0.id) }

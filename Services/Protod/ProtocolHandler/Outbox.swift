@@ -94,6 +94,7 @@ public struct Outbox: Sendable {
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
+        try StoredDatabase.refuseNewer(path, what: "the outbox", migrator: Self.migrator)
         database = try DatabaseQueue(path: path, configuration: configuration)
         try Self.migrator.migrate(database)
     }
@@ -337,30 +338,49 @@ public struct Outbox: Sendable {
         return messages.sorted { $0.sequence < $1.sequence }
     }
 
-    /// Puts messages read from a damaged outbox into this one, as they were (an id already
-    /// here is kept as it is); returns how many are still waiting to be sent.
-    public func restore(_ messages: [OutboxMessage]) async throws -> Int {
+    /// Puts messages into this outbox in the order given, each after the last one here (an
+    /// id already here is kept as it is); returns those put in, with their new sequence.
+    public func restore(_ messages: [OutboxMessage]) async throws -> [OutboxMessage] {
         try await database.write { db in
-            var waiting = 0
-            for message in messages where try !message.exists(db) {
+            var added: [OutboxMessage] = []
+            for var message in messages where try !message.exists(db) {
+                message.sequence = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox") ?? 1
                 try message.insert(db)
-                if [.queued, .sent, .accepted].contains(message.status) { waiting += 1 }
+                added.append(message)
             }
-            return waiting
+            return added
         }
     }
 
-    /// Opens the outbox at `path`; a damaged file is set aside and the messages that can
-    /// still be read from it are put into the new one.
-    public static func openChecked(path: String, now: Date = Date()) async throws -> (Outbox, ReplacedDatabase?) {
-        try await StoredDatabase.open(path, what: "the outbox", now: now, open: { try Outbox(path: $0) }) { damaged, fresh in
+    /// The ids of every message in the outbox, whatever its status.
+    public func ids() async throws -> Set<String> {
+        try await database.read { db in Set(try String.fetchAll(db, sql: "SELECT id FROM outbox")) }
+    }
+
+    /// Opens the outbox at `path`. A damaged file is set aside; the messages that can still
+    /// be read from it are put into the new one, then those `journal` (the conversation
+    /// journal's recent entries) shows were never confirmed (``OutboxRecovery``).
+    ///
+    /// - Returns: the outbox, the file set aside if any, and the messages that cannot be sent
+    ///   again, to be said lost.
+    public static func openChecked(
+        path: String, recoveringFrom journal: [TranscriptEntry] = [], retry: RetryPolicy = .default, now: Date = Date()
+    ) async throws -> (Outbox, ReplacedDatabase?, lost: [DeliveryUpdate]) {
+        var lost: [DeliveryUpdate] = []
+        let (outbox, replaced) = try await StoredDatabase.open(path, what: "the outbox", now: now, open: { try Outbox(path: $0) }) { damaged, fresh in
             let salvaged = salvage(from: damaged)
-            guard let waiting = try? await fresh.restore(salvaged), !salvaged.isEmpty else {
-                return "no message could be read from it: any it held that were waiting to be sent are lost"
+            let recovery = OutboxRecovery.plan(
+                known: journal, held: Set(salvaged.map(\.id)), source: "the conversation journal", retry: retry)
+            guard let added = try? await fresh.restore(OutboxRecovery.merged(salvaged, recovery.messages)) else {
+                return "no message could be put into the new outbox: any it held that were waiting to be sent are lost"
             }
+            lost = recovery.lost
+            let toSend = added.filter { [.queued, .sent, .accepted].contains($0.status) }.count
             // How many rows the damage took is not known: the words say so rather than imply none.
-            return "\(salvaged.count) message\(salvaged.count == 1 ? "" : "s") read back from it, \(waiting) of them still to be sent; "
-                + "any it held that could not be read are lost"
+            return OutboxRecovery.words(
+                salvaged: salvaged.count, recovered: recovery.messages.count, lost: recovery.lost.count, toSend: toSend,
+                source: "the conversation journal")
         }
+        return (outbox, replaced, lost)
     }
 }

@@ -11,18 +11,20 @@ import TetherWire
 /// input at a time: an event's actions (outbox writes, frames, publications) all finish
 /// before the next input is decided, so frames leave in the order the machine chose.
 actor ProtocolEngine {
-    private let bus: any Bus
-    private let outbox: Outbox
+    let bus: any Bus
+    let outbox: Outbox
     private let journal: ConversationJournal
-    private let settings: ProtocolSettings
-    private let logger: Logger
+    let settings: ProtocolSettings
+    let logger: Logger
+    /// The stores found damaged at start and made anew.
+    let damaged: DamagedStores
     private let counters: ProgramCounters
     /// The outbox's disk, and the damaged files set aside at start.
     private let storage: StorageWatch
     private let codec = WireCodec()
     private let openClawCodec = OpenClawCodec()
     /// Runs the machine: ``run()`` drives it until cancelled.
-    private let driver = MachineDriver<DeliveryStateMachine, WallClock>(clock: WallClock())
+    let driver = MachineDriver<DeliveryStateMachine, WallClock>(clock: WallClock())
     private let initial: DeliveryStateMachine
     /// Where the gateway's answer to a command's request goes, by request id: a stream that
     /// keeps an answer coming before its command reads it.
@@ -33,10 +35,11 @@ actor ProtocolEngine {
     typealias Context = MachineDriver<DeliveryStateMachine, WallClock>.Context
 
     init(
-        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, storage: StorageCondition, counters: ProgramCounters,
-        logger: Logger
+        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings, damaged: DamagedStores, storage: StorageCondition,
+        counters: ProgramCounters, logger: Logger
     ) {
         self.bus = bus
+        self.damaged = damaged
         self.storage = StorageWatch(storage, bus: bus, logger: logger)
         self.outbox = outbox
         self.journal = journal
@@ -47,16 +50,26 @@ actor ProtocolEngine {
     }
 
     /// Queues what protod starts from: the outbox's pending messages, the session to resume,
-    /// the recent transcript and the session chosen.
+    /// the recent transcript and the session chosen; after damaged stores, what was recovered
+    /// and what was lost.
     func start() async throws {
         storage.announce()
+        var lost = damaged.outboxLost ?? []
+        var recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
+        var behind: [DeliveryUpdate] = []
+        if damaged.journal {
+            recent = await transcriptAfterJournalLoss()
+            if damaged.outboxLost != nil { lost += try await recover(from: recent) }
+            behind = try await statusesBehind(in: recent)
+        }
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
-        let recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
         let chosen = try await outbox.chosenSession(startedWith: settings.delivery.sessionKey)
         driver.send(
             .started(
                 pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen))
+        if damaged.outboxLost != nil { driver.send(.outboxWasDamaged(lost: lost)) }
+        for update in behind { publishChange(update) }
     }
 
     /// Drives the machine until the task is cancelled.
@@ -485,7 +498,7 @@ actor ProtocolEngine {
     }
 
     /// Journals a change of the conversation, then publishes it with its revision.
-    private func publishChange(_ body: some ConversationChangeBody) {
+    func publishChange(_ body: some ConversationChangeBody) {
         do {
             publish(try journal.record(body), on: type(of: body).topic)
         } catch {

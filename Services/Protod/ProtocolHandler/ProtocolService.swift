@@ -42,17 +42,19 @@ public struct ProtocolService: Service {
     private let logger: Logger
 
     /// - Parameters:
+    ///   - damaged: the stores found damaged at start and made anew.
     ///   - storage: what protod says of its files (retained on `storage`); by default, that all is well.
     ///   - counters: where the frames protod drops are counted (``ProtocolCounter``).
     public init(
-        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(),
+        bus: any Bus, outbox: Outbox, journal: ConversationJournal, settings: ProtocolSettings = ProtocolSettings(), damaged: DamagedStores = DamagedStores(),
         storage: StorageCondition = StorageCondition(program: "tether-protod", path: ".", replaced: []),
         counters: ProgramCounters = ProgramCounters(), logger: Logger
     ) {
         self.bus = bus
         self.logger = logger
         self.engine = ProtocolEngine(
-            bus: bus, outbox: outbox, journal: journal, settings: settings, storage: storage, counters: counters, logger: logger)
+            bus: bus, outbox: outbox, journal: journal, settings: settings, damaged: damaged, storage: storage, counters: counters,
+            logger: logger)
     }
 
     public func run() async throws {

@@ -21,6 +21,7 @@ public struct TranscriptStore: Sendable {
             // Takes effect only in a new file: pages freed by a compaction go back to the disk.
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL") }
         }
+        try StoredDatabase.refuseNewer(path, what: "the transcript store", migrator: Self.migrator)
         database = try DatabasePool(path: path, configuration: configuration)
         self.maximumEntries = max(1, maximumEntries)
         try Self.migrator.migrate(database)

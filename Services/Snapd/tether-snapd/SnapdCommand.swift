@@ -37,7 +37,9 @@ struct SnapdCommand: AsyncParsableCommand {
                 )
                 StoreRelocation.log(moves, to: logger)
             }
-            let (store, replaced) = try await TranscriptStore.openChecked(path: path, maximumEntries: maxEntries)
+            let (store, replaced) = try await ConfigurationProblem.guarding("tether-snapd") {
+                try await TranscriptStore.openChecked(path: path, maximumEntries: maxEntries)
+            }
             if let replaced { logger.error("\(replaced.words)") }
             return [
                 SnapshotService(

@@ -628,7 +628,7 @@ public struct ChatScreen: Sendable {
             guard gathered < count else { break }
             let style: ScreenRow.Style =
                 switch entry.status {
-                case .failed, .expired, .cancelled, .incomplete: .error
+                case .failed, .expired, .cancelled, .incomplete, .lost: .error
                 default: .plain
                 }
             var block: [ScreenRow] = []

@@ -29,6 +29,9 @@ public enum SendOutcome: Sendable, Equatable {
     case unanswered
     /// The gateway refused it.
     case failed(String)
+    /// Lost with a damaged outbox, and no other store held all of it: in protod's words,
+    /// which say whether it was written to the gateway before.
+    case lost(String)
     /// Refused at send time (the outbox full, a message the gateway cannot take), in words:
     /// nothing was queued.
     case refused(String)
@@ -38,7 +41,7 @@ public enum SendOutcome: Sendable, Equatable {
         switch self {
         case .replied: .success
         case .deliveredWithoutReply, .replyIncomplete, .replyUnclaimed: .deliveredWithoutReply
-        case .notDelivered, .unconfirmed, .unanswered, .failed: .notDone
+        case .notDelivered, .unconfirmed, .unanswered, .failed, .lost: .notDone
         case .refused: .refused
         }
     }
@@ -241,6 +244,7 @@ struct SendTracker: Sendable {
             if update.status == .failed || update.status == .expired || update.status == .cancelled {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
+            if update.status == .lost { return .lost(update.detail ?? "the outbox that held it was damaged") }
             if update.unclaimedReply != nil { return .replyUnclaimed(update.detail ?? "the reply cannot be attached to it for certain") }
         case .conversationStream:
             guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == id else { return nil }
@@ -271,6 +275,7 @@ struct SendTracker: Sendable {
         switch now.status {
         case .delivered, .received, .incomplete: return .deliveredWithoutReply(partial: nil)
         case .failed, .expired, .cancelled: return .failed("\(now.status.rawValue) (the reason was said on the bus; tether watch shows it)")
+        case .lost: return .lost(detail ?? "the outbox that held it was damaged (tether watch shows what was said of it)")
         case .queued, .sent, .accepted: return .notDelivered(now.status.rank >= status.rank ? now.status : status, detail: detail)
         }
     }

@@ -57,6 +57,8 @@ public struct SendReport: Sendable, Equatable {
             notes.append("not confirmed within \(timeout) s: " + Conversation.unansweredSend)
         case .failed(let reason):
             notes.append("not delivered: \(reason)")
+        case .lost(let words):
+            notes.append("lost with a damaged outbox: \(words)")
         case .refused(let reason):
             notes.append("refused, nothing was queued: \(reason)")
         }

@@ -215,7 +215,7 @@ function setPending(messages) {
 }
 
 const MARKS = { queued: "… queued", sent: "✓ sent", accepted: "✓ accepted, waiting in the gateway's queue", delivered: "✓✓ delivered", failed: "✗ failed", expired: "✗ expired",
-  cancelled: "✗ cancelled", sending: "… sending" };
+  cancelled: "✗ cancelled", lost: "✗ lost with a damaged outbox", sending: "… sending" };
 
 /** The items shown, by id, each with the nodes that change in place. */
 const shown = new Map();
@@ -360,7 +360,7 @@ function update(view, entry, streaming) {
   if (view.mark.hidden === marked) view.mark.hidden = !marked;
   setWords(view.spacer, marked ? " " : "");
   if (!marked) return;
-  const markClass = "mark" + (["failed", "expired", "cancelled", "incomplete"].includes(status) ? " bad" : "");
+  const markClass = "mark" + (["failed", "expired", "cancelled", "incomplete", "lost"].includes(status) ? " bad" : "");
   if (view.mark.className !== markClass) view.mark.className = markClass;
   setWords(view.markWords, status === "incomplete" ? "✗ cut off" + (entry.detail ? ": " + entry.detail : "") : (MARKS[status] || status));
   const title = entry.detail && mine && status !== "delivered" ? entry.detail : "";
@@ -373,7 +373,7 @@ function update(view, entry, streaming) {
  */
 function announce(entry) {
   const mine = entry.sender.type === "user" && !entry.author;
-  const failed = ["failed", "expired", "cancelled"].includes(entry.status);
+  const failed = ["failed", "expired", "cancelled", "lost"].includes(entry.status);
   if (entry.tool) {
     // A tool call is said once, when it ends.
     const key = entry.id.value + ":ended";
@@ -388,7 +388,8 @@ function announce(entry) {
   announced.add(key);
   const content = entry.content.length > 2000 ? entry.content.slice(0, 2000) + "…" : entry.content;
   let words;
-  if (mine) words = "Your message was not delivered: " + (entry.detail || entry.status);
+  if (mine && entry.status === "lost") words = "Your message was lost with a damaged outbox: " + (entry.detail || "send it again");
+  else if (mine) words = "Your message was not delivered: " + (entry.detail || entry.status);
   else if (entry.sender.type === "user") words = entry.author + " says: " + content;
   else words = (entry.sender.name || botName) + (entry.status === "incomplete" ? ", cut off: " : " says: ") + content;
   // A zero-width space tells two equal messages apart, so the second is announced too.
@@ -396,7 +397,7 @@ function announce(entry) {
   node.data = node.data.endsWith(words) ? words + "\u200b" : words;
 }
 
-const RANK = { sending: 0, queued: 1, sent: 2, accepted: 2.5, delivered: 3, received: 3, failed: 4, expired: 4, cancelled: 4, incomplete: 4 };
+const RANK = { sending: 0, queued: 1, sent: 2, accepted: 2.5, delivered: 3, received: 3, failed: 4, expired: 4, cancelled: 4, incomplete: 4, lost: 4 };
 
 function applyEntry(entry) {
   if (entry.revision && entry.revision <= revision && entries.has(entry.id.value)) return;

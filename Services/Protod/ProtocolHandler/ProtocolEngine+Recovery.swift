@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import TetherBus
+import TetherSchema
+import TetherWire
+
+extension ProtocolEngine {
+    /// What protod starts from when its conversation journal was found damaged and made anew:
+    /// the transcript as tether-snapd keeps it, newest entries first asked for, so that what
+    /// protod published before (and the gateway's history holds) is known and not added twice.
+    /// After an outbox found damaged too, the messages the transcript shows were never
+    /// confirmed go back into the outbox under their own ids, or are said lost when they cannot
+    /// be sent whole. Empty when snapd does not answer in time: protod then starts as it can.
+    func transcriptAfterJournalLoss(deadline: Duration = .seconds(15)) async -> [TranscriptEntry] {
+        let clock = ContinuousClock()
+        let end = clock.now.advanced(by: deadline)
+        var entries: [TranscriptEntry] = []
+        var before: Int?
+        while entries.count < DeliveryStateMachine.knownLimit, clock.now < end {
+            do {
+                let page = try await bus.request(TranscriptCommand.self, .init(limit: TranscriptCommand.pageLimit, before: before), timeout: .seconds(2))
+                entries = page.entries + entries
+                guard let next = page.nextBefore else { break }
+                before = next
+            } catch {
+                // snapd may be starting beside protod: asked again until the deadline.
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        if entries.isEmpty {
+            logger.warning("the conversation journal was made anew and tether-snapd's transcript could not be read: what protod published before is not known")
+        } else {
+            logger.notice(
+                "the conversation journal was made anew: protod knows the transcript from tether-snapd", metadata: ["snapd.entries": "\(entries.count)"])
+        }
+        return entries
+    }
+
+    /// After an outbox found damaged: takes back what `transcript` shows was never confirmed
+    /// and the outbox lacks; returns the messages that cannot be sent again, to be said lost.
+    func recover(from transcript: [TranscriptEntry]) async throws -> [DeliveryUpdate] {
+        let plan = OutboxRecovery.plan(known: transcript, held: try await outbox.ids(), source: "the transcript", retry: settings.defaultRetry)
+        let added = Set(try await outbox.restore(plan.messages).map(\.id))
+        let lost = plan.lost.filter { added.contains($0.id.value) }
+        if !added.isEmpty {
+            logger.notice(
+                "the transcript held messages the damaged outbox lost: \(added.count - lost.count) put back under their own ids, \(lost.count) said lost",
+                metadata: ["outbox.restored": "\(plan.toSend.map(\.id).filter(added.contains))", "outbox.lost": "\(lost.map(\.id.value))"])
+        }
+        return lost
+    }
+
+    /// The statuses `transcript` has behind the outbox (the changes that said them were in the
+    /// journal lost), to be said again.
+    func statusesBehind(in transcript: [TranscriptEntry]) async throws -> [DeliveryUpdate] {
+        var updates: [DeliveryUpdate] = []
+        for entry in transcript where entry.sender == .user && !entry.status.isFinal {
+            guard let message = try await outbox.message(id: entry.id.value), message.status.rank > entry.status.rank else { continue }
+            let detail =
+                message.status.isFinal && message.status != .delivered
+                ? "\(message.status.rawValue), as the outbox keeps it: what was said then was in a journal found damaged since" : nil
+            updates.append(DeliveryUpdate(id: entry.id, status: message.status, detail: detail))
+        }
+        return updates
+    }
+}
