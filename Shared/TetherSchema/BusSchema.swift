@@ -196,6 +196,9 @@ extension Topic {
     /// Retained. The settings and usage of the session chatted in (OpenClaw): model, thinking
     /// level, tokens, context window, cost. Owner: tether-protod. Body: ``SessionSettings``.
     public static let sessionSettings: Topic = "session.settings"
+    /// Retained. The programs of the set that cannot run as configured, and why, in words that
+    /// name the setting or file and the fix; empty once none is. Owner: tether-compose. Body: ``MisconfiguredPrograms``.
+    public static let misconfigured: Topic = "sys.misconfigured"
     /// Used by a subscriber to learn that its own subscription has reached the proxy.
     public static let probePrefix = "sys.probe."
 

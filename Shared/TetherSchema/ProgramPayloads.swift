@@ -332,3 +332,30 @@ public struct ReplacedDatabase: Codable, Hashable, Sendable {
         self.at = at
     }
 }
+
+/// The programs a compose supervisor holds back because they cannot run as configured (a
+/// variable unset, a token file others can read, a store a newer version wrote): it does not
+/// restart them until the setting is fixed and they are restarted. Retained on `sys.misconfigured`.
+public struct MisconfiguredPrograms: Codable, Hashable, Sendable {
+    /// A program held back, and why.
+    public struct Program: Codable, Hashable, Sendable {
+        /// Its name in the compose file (`connd`).
+        public var name: String
+        /// What is wrong and how to fix it, as the program said it.
+        public var problem: String
+
+        public init(name: String, problem: String) {
+            self.name = name
+            self.problem = problem
+        }
+
+        /// `connd cannot run as configured: token file … run chmod 600 …`.
+        public var words: String { "\(name) cannot run as configured: \(problem)" }
+    }
+
+    public var programs: [Program]
+
+    public init(programs: [Program]) {
+        self.programs = programs
+    }
+}

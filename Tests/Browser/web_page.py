@@ -728,6 +728,33 @@ def use_session(key):
     return done.stdout.strip()
 
 
+def compose(*arguments):
+    """`tether-compose ARGUMENTS` against the set, from beside the running tether-web."""
+    program = os.path.join(os.path.dirname(os.readlink(f"/proc/{pid('web')}/exe")), "tether-compose")
+    return subprocess.run([program, *arguments, "--run-dir", RUN], capture_output=True, text=True, timeout=90)
+
+
+def check_a_program_held_back_as_misconfigured_is_named_until_fixed(driver):
+    """connd's token file made readable by others, connd restarted: the supervisor holds it
+    back, and the page names it with the fix until the file is fixed and connd restarted."""
+    driver.get(BASE)
+    live(driver)
+    token = os.path.join(RUN, "gateway.token")
+    held = lambda: driver.find_element(By.ID, "held-back")
+    os.chmod(token, 0o644)
+    try:
+        restart = compose("restart", "connd", "--timeout", "30")
+        assert restart.returncode == 78, f"restart with the token file at 644: {restart.returncode} {restart.stderr}"
+        words = wait(lambda: held().is_displayed() and held().text, 20, "the program held back named on the page")
+        assert "connd cannot run as configured: token file" in words and "run chmod 600" in words, words
+    finally:
+        os.chmod(token, 0o600)
+    fixed = compose("restart", "connd", "--timeout", "30")
+    assert fixed.returncode == 0, f"restart once fixed: {fixed.returncode} {fixed.stderr}"
+    wait(lambda: not held().is_displayed(), 20, "the notice gone once connd runs")
+    return words
+
+
 def check_another_session_replaces_the_transcript(driver):
     """`tether session use` elsewhere: the page shows the chosen session's transcript, and
     its messages go there; back again, the first session's."""
@@ -905,7 +932,7 @@ CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, chec
           check_a_frame_too_large_for_tether_web_fails_its_message, check_what_the_browser_kept_cannot_stop_the_page,
           check_a_page_tether_web_refuses_says_so,
           check_banner_through_a_gateway_restart, check_web_restart_loses_nothing, check_a_reply_in_markdown_is_drawn_and_nothing_in_it_runs,
-          check_keyboard_dark_scheme_and_zoom]
+          check_keyboard_dark_scheme_and_zoom, check_a_program_held_back_as_misconfigured_is_named_until_fixed]
 
 
 def main():

@@ -33,7 +33,7 @@ import TetherTesting
         #expect(!FileManager.default.fileExists(atPath: run.path + "/compose/state.json"), "nothing was started")
     }
 
-    @Test func aTokenFileOthersCanReadIsSaidByUpRestartAndPsAndNotRetried() throws {
+    @Test func aTokenFileOthersCanReadIsSaidByUpRestartAndPsAndNotRetried() async throws {
         let run = try TestRunDirectory()
         let tokenFile = run.path + "/open.token"
         #expect(FileManager.default.createFile(atPath: tokenFile, contents: Data("t".utf8), attributes: [.posixPermissions: 0o644]))
@@ -50,6 +50,13 @@ import TetherTesting
         let status = try ChildProcess(Programs.path("tether"), ["status", "--run-dir", run.path], outputDirectory: run.path, name: "status")
         try status.waitForExit(timeout: .seconds(30))
         #expect(status.standardOutput.contains(fix), "tether status: \(status.standardOutput)\(status.standardError)")
+        // The terminal UI names it too, from the supervisor's `sys.misconfigured`, wrapped whole.
+        if Tmux.available {
+            let ui = try Tmux(
+                [Programs.path("tether"), "--run-dir", run.path], columns: 400, rows: 24, directory: run.path,
+                environment: ["LANG": "C.UTF-8", "XDG_CONFIG_HOME": run.path + "/config"])
+            _ = try await ui.waitFor(fix)
+        }
         let restart = try Self.compose(["restart", "connd", "--timeout", "30"], run: run)
         #expect(restart.status == 78, "\(restart.standardError)")
         #expect(restart.standardError.contains(fix), "\(restart.standardError)")

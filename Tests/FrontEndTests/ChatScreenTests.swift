@@ -189,6 +189,28 @@ import TetherWire
         #expect(!frame.rows.contains { $0.text.contains("▍") }, "the finished reply replaced the growing one")
     }
 
+    @Test func aProgramHeldBackAsMisconfiguredIsNamedWithItsFixUntilFixedAndEscDoesNotHideIt() throws {
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
+        let problem =
+            "token file /home/ada/.config/tether/openclaw.token has permissions 644: it must not be readable by others; run chmod 600 /home/ada/.config/tether/openclaw.token"
+        screen.apply(try message(.misconfigured, MisconfiguredPrograms(programs: [.init(name: "connd", problem: problem)])), at: start)
+        _ = screen.handle(.escape, at: start)
+        let rows = screen.render(width: 60, height: 12, at: start).rows
+        let shown = rows.filter { $0.style == .error }.map(\.text).joined(separator: " ").split(separator: " ").joined(separator: " ")
+        #expect(shown.contains("connd cannot run as configured: token file"), "\(rows.map(\.text))")
+        #expect(shown.hasSuffix("run chmod 600 /home/ada/.config/tether/openclaw.token"), "wrapped, so the fix is not cut: \(rows.map(\.text))")
+        screen.apply(try message(.misconfigured, MisconfiguredPrograms(programs: [])), at: start)
+        #expect(!screen.render(width: 60, height: 12, at: start).rows.contains { $0.text.contains("cannot run as configured") })
+    }
+
+    @Test func plainLinesSayAProgramHeldBackOnceAndWhenItIsNoLonger() throws {
+        var announcer = PlainAnnouncer(model: TranscriptModel(snapshot: [], revision: 0))
+        let held = MisconfiguredPrograms(programs: [.init(name: "connd", problem: "variable TETHER_OPENCLAW_URL is not set")])
+        #expect(announcer.lines(for: try message(.misconfigured, held)) == ["connd cannot run as configured: variable TETHER_OPENCLAW_URL is not set."])
+        #expect(announcer.lines(for: try message(.misconfigured, held)).isEmpty)
+        #expect(announcer.lines(for: try message(.misconfigured, MisconfiguredPrograms(programs: []))) == ["connd is no longer held back."])
+    }
+
     @Test func keysBecomeActionsAndTheBannerSitsOnTop() throws {
         var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
         for character in "hi" { _ = screen.handle(.character(character), at: start) }

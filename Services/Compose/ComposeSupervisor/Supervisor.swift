@@ -56,6 +56,10 @@ public actor Supervisor {
     private var statuses: [ProgramStatus]
     /// The statuses last written to the state file.
     private var written: [ProgramStatus] = []
+    /// The bus, while the set runs: the programs held back are said on it.
+    private var bus: BusClient?
+    /// The programs held back as last said on `sys.misconfigured`.
+    private var saidMisconfigured: [MisconfiguredPrograms.Program] = []
     /// Each program's current run.
     private var processes: [String: ProgramProcess] = [:]
     /// Runs started, whose output and exit are to be followed.
@@ -100,6 +104,7 @@ public actor Supervisor {
         writeState()
 
         let bus = try BusClient(source: "tether-compose", runDirectory: options.runDirectory, logger: logger)
+        self.bus = bus
         let readinessTopics = file.programs.compactMap { program -> String? in
             if case .topic(let topic) = program.ready { topic } else { nil }
         }
@@ -128,6 +133,7 @@ public actor Supervisor {
             for await _ in stopped { break }
             group.cancelAll()
         }
+        self.bus = nil
         await bus.close()
         writeState()
         withExtendedLifetime(lock) {}
@@ -149,6 +155,7 @@ public actor Supervisor {
     private func observed(_ machine: SupervisorMachine) {
         statuses = machine.statuses
         if statuses != written { writeState() }
+        sayMisconfigured()
         if finished { stop.yield() }
     }
 
@@ -312,6 +319,19 @@ public actor Supervisor {
     }
 
     // MARK: State
+
+    /// Retains on `sys.misconfigured` the programs held back, when they change, so that every
+    /// front end can name the setting to fix.
+    private func sayMisconfigured() {
+        let held = statuses.filter { $0.phase == .misconfigured }.map { MisconfiguredPrograms.Program(name: $0.name, problem: $0.problem ?? "see its log") }
+        guard held != saidMisconfigured, let bus else { return }
+        do {
+            try bus.retain(MisconfiguredPrograms(programs: held), on: .misconfigured)
+            saidMisconfigured = held
+        } catch {
+            logger.warning("cannot say on the bus which programs cannot run as configured", metadata: ["bus.error": "\(error)"])
+        }
+    }
 
     private func writeState() {
         written = statuses

@@ -115,6 +115,8 @@ public struct ChatScreen: Sendable {
     public static let commands = SlashCommands.standard
     /// The set's storage problems: a full disk, damaged files set aside.
     private var storage = StorageNotices()
+    /// The programs the supervisor holds back, each with what to fix: shown until fixed.
+    private var misconfigured: [MisconfiguredPrograms.Program] = []
     /// The approvals the gateway waits for, shown over the input line.
     public private(set) var approvals = ApprovalPrompt()
     /// The last problem with something the user did, in words, until the next key.
@@ -209,6 +211,9 @@ public struct ChatScreen: Sendable {
         case .storage:
             guard let report = try? message.decode(StorageReport.self) else { return false }
             _ = storage.apply(report)
+        case .misconfigured:
+            guard let held = try? message.decode(MisconfiguredPrograms.self) else { return false }
+            misconfigured = held.programs
         case .approvals:
             guard let update = try? message.decode(ApprovalsUpdate.self) else { return false }
             if let ended = approvals.apply(update, replay: message.header.replay, at: now, date: date) { notice = ended }
@@ -535,6 +540,12 @@ public struct ChatScreen: Sendable {
                 case .good: .good
                 }
             rows.append(ScreenRow(" " + TerminalText.fit(shown.words + (shown.tone == .good ? "" : "   (Esc hides)"), width: width - 1), style))
+        }
+        // Wrapped, not cut: the end of the words is the fix.
+        for program in misconfigured {
+            for line in TerminalText.wrap(program.words, width: width - 1).prefix(6) where rows.count < height - 3 {
+                rows.append(ScreenRow(" " + line, .error))
+            }
         }
         for problem in storage.current where rows.count < height - 3 {
             rows.append(ScreenRow(" " + TerminalText.fit("Storage: " + problem + "   (Esc hides)", width: width - 1), .error))

@@ -215,6 +215,8 @@ public struct PlainAnnouncer: Sendable {
     private var session: String?
     private var finishing: String?
     private var storage = StorageNotices()
+    /// The programs the supervisor holds back, as last said.
+    private var misconfigured: [MisconfiguredPrograms.Program] = []
     /// The approvals already said to be waiting: each is said once, as it arrives or when the session starts.
     private var announcedApprovals: Set<String> = []
     private let formatter = TranscriptFormatter()
@@ -287,6 +289,14 @@ public struct PlainAnnouncer: Sendable {
         case .storage:
             guard let report = try? message.decode(StorageReport.self) else { return [] }
             return storage.apply(report).map { "Storage: \($0)" }
+        case .misconfigured:
+            guard let held = try? message.decode(MisconfiguredPrograms.self), held.programs != misconfigured else { return [] }
+            let fixed = misconfigured.filter { old in !held.programs.contains { $0.name == old.name } }
+            let lines =
+                held.programs.filter { !misconfigured.contains($0) }.map { $0.words + "." }
+                + fixed.map { "\($0.name) is no longer held back." }
+            misconfigured = held.programs
+            return lines
         case .approvals:
             guard let update = try? message.decode(ApprovalsUpdate.self) else { return [] }
             var lines: [String] = []

@@ -102,7 +102,7 @@ struct Chat: AsyncParsableCommand {
             let events = try await bus.subscribe(
                 to: [
                     "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.storage.name,
-                    Topic.approvals.name, Topic.sessionSettings.name,
+                    Topic.approvals.name, Topic.sessionSettings.name, Topic.misconfigured.name,
                 ],
                 confirm: true)
             let frame = try await Conversation(bus: bus).firstFrame(frontEnd: name)

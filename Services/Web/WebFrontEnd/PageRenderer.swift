@@ -123,6 +123,7 @@ public struct PageRenderer: Sendable {
             <h2 id="command-title"></h2>
             <ul id="command-lines"></ul>
             </section>
+            <p id="held-back" class="notice" role="alert" hidden></p>
             <p id="notice" class="notice" role="alert">\(escape(frame.problem ?? ""))</p>
             <p id="size-note" class="notice" aria-live="polite" hidden></p>
             <form id="composer" class="composer">

@@ -33,10 +33,10 @@ enum PageMessage {
     static let unreadable = answer(["type": "problem", "message": "tether-web could not read a message from the page"])
 
     /// The bus messages the page follows: the conversation, the connection, the network, the
-    /// outbox, health and storage.
+    /// outbox, health, storage and the programs held back as misconfigured.
     static let topics = [
         "conv.", Topic.connectionState.name, Topic.networkPath.name, Topic.botState.name, Topic.outboxSummary.name, Topic.health.name,
-        Topic.storage.name, Topic.approvals.name, Topic.sessionSettings.name,
+        Topic.storage.name, Topic.approvals.name, Topic.sessionSettings.name, Topic.misconfigured.name,
     ]
 
     /// `{"type":"bus","topic":…,"body":…}`, the body as published (with `"replay":true` for a

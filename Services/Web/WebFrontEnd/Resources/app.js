@@ -21,6 +21,8 @@ const bannerWords = document.getElementById("banner-words");
 const reconnectButton = document.getElementById("reconnect");
 const networkNews = document.getElementById("network-news");
 const notice = document.getElementById("notice");
+/** The programs the supervisor holds back as misconfigured, with what to fix: shown until fixed. */
+const heldBack = document.getElementById("held-back");
 const form = document.getElementById("composer");
 const input = document.getElementById("message");
 const attachmentList = document.getElementById("attachments");
@@ -621,6 +623,12 @@ function applyBus(topic, body, replay) {
     case "health": statusFields.health.textContent = body.state; break;
     case "approvals": showApprovals(body, replay); break;
     case "session.settings": showSettings(body); break;
+    case "sys.misconfigured": {
+      const words = (body.programs || []).map((program) => program.name + " cannot run as configured: " + program.problem + ".").join(" ");
+      if (heldBack.textContent !== words) heldBack.textContent = words;
+      heldBack.hidden = words === "";
+      break;
+    }
     case "storage":
       if (body.state === "full" || (body.replaced || []).length) {
         notice.textContent = "Storage: " + (body.words || body.replaced.map((file) => file.words).join(" "));
