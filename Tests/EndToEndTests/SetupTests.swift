@@ -68,7 +68,33 @@ import TetherTesting
         #expect(again.standardOutput.contains("nothing changed") && again.standardOutput.contains("the set is running"), "\(again.standardOutput)")
         #expect(!again.standardOutput.contains("wrote"), "\(again.standardOutput)")
         #expect(again.standardOutput.contains("connected to the OpenClaw gateway"), "\(again.standardOutput)")
+
+        // The set stopped (a logout): `tether send` starts the set it was set up with, and chats.
+        #expect(try Self.run("tether-compose", ["down"], home: home).status == 0)
+        let started = try Self.run("tether", ["send", "after the set stopped"], home: home, timeout: .seconds(90))
+        #expect(started.status == 0, "\(started.standardError)")
+        #expect(started.standardError.contains("tether: the set is not running: starting it (tether-compose up --detach)"), "\(started.standardError)")
+        #expect(started.standardOutput.contains("after the set stopped"), "\(started.standardOutput)")
+        // Told not to, it starts nothing and says how in one line.
+        #expect(try Self.run("tether-compose", ["down"], home: home).status == 0)
+        let home2 = home.environment.merging(["TETHER_AUTOSTART": "0"]) { $1 }
+        let told = try ChildProcess(
+            Programs.path("tether"), ["send", "not started"], environment: home2, outputDirectory: home.root.path, name: "tether-told")
+        try told.waitForExit(timeout: .seconds(60))
+        #expect(told.status == 4, "\(told.standardError)")
+        #expect(told.standardError.contains("tether: the set is not running: start it with tether-compose up --detach\n"), "\(told.standardError)")
     }
+
+    @Test func withNothingSetUpTetherStartsNothingAndSaysHowInOneLine() throws {
+        let home = try DesktopHome()
+        let send = try Self.run("tether", ["send", "hello"], home: home, timeout: .seconds(60))
+        #expect(send.status == 4, "\(send.standardError)")
+        #expect(send.standardError.contains("tether: the set is not running: \(Self.notSetUp)\n"), "\(send.standardError)")
+        #expect(!send.standardError.contains("starting it"), "\(send.standardError)")
+    }
+
+    static let notSetUp =
+        "Tether is not set up: run tether setup (it finds your OpenClaw gateway and starts the set), or tether-compose up --detach for the development gateway"
 
     @Test func aConfigurationThatDoesNotParseAndATokenTheGatewayRefusesHaveTheirWords() async throws {
         let home = try DesktopHome()

@@ -59,7 +59,7 @@ struct Search: AsyncParsableCommand {
             await bus.close()
         } catch {
             await bus.close()
-            throw commandError(error)
+            throw commandError(error, options, remote)
         }
         if json {
             try printJSON(reply)

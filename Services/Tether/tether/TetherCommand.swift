@@ -31,7 +31,7 @@ func openBus(_ options: ProgramOptions, _ remote: RemoteBusOptions) throws -> Bu
 }
 
 /// Asks the set one command over a bus opened for it and closed after: the reply, or the
-/// error the command line ends with (``commandError(_:)``).
+/// error the command line ends with (``commandError(_:_:_:)``).
 func ask<Command: BusCommand>(
     _ command: Command.Type, _ request: Command.Request, _ options: ProgramOptions, _ remote: RemoteBusOptions,
     timeout: Duration = .milliseconds(2500), attempts: Int = 3
@@ -43,7 +43,7 @@ func ask<Command: BusCommand>(
         return reply
     } catch {
         await bus.close()
-        throw commandError(error)
+        throw commandError(error, options, remote)
     }
 }
 
@@ -53,25 +53,13 @@ func printJSON(_ value: some Encodable) throws {
 }
 
 /// The error a command ends with: a bus that does not answer becomes ``TetherExitCode/notRunning`` with words.
-func commandError(_ error: any Error) -> any Error {
+func commandError(_ error: any Error, _ options: ProgramOptions, _ remote: RemoteBusOptions) -> any Error {
     guard let report = SendReport(unreachable: error) else { return error }
     for note in report.notes { FileHandle.standardError.write(Data("tether: \(note)\n".utf8)) }
     if let error = error as? BusError, error.isBusMissing {
-        FileHandle.standardError.write(Data("tether: the set is not running: \(howToStartTheSet())\n".utf8))
+        FileHandle.standardError.write(Data("tether: the set is not running: \(StartingTheSet.howTo(options, remote))\n".utf8))
     }
     return ExitCode(report.exitCode)
-}
-
-/// How to start the set, in one line: through the user unit where it is installed, else with
-/// the supervisor.
-func howToStartTheSet(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-    let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-    let data = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
-    let units = [data + "/systemd/user", "/usr/lib/systemd/user", "/usr/local/lib/systemd/user", "/etc/systemd/user"].map { $0 + "/tether.service" }
-    if units.contains(where: { FileManager.default.fileExists(atPath: $0) }) {
-        return "start it with systemctl --user start tether (tether setup --enable starts it at every login)"
-    }
-    return "start it with tether-compose up --detach (scripts/compose up in a checkout)"
 }
 
 struct Chat: AsyncParsableCommand {
@@ -94,6 +82,7 @@ struct Chat: AsyncParsableCommand {
     var plain = false
 
     func run() async throws {
+        await StartingTheSet.ensureRunning(options, remote)
         let bus = try openBus(options, remote)
         let plainLines = plain || isatty(STDOUT_FILENO) == 0 || isatty(STDIN_FILENO) == 0
         let name = plainLines ? "tether --plain" : TerminalSession.frontEndName
@@ -121,7 +110,7 @@ struct Chat: AsyncParsableCommand {
             }
         } catch {
             await bus.close()
-            throw commandError(error)
+            throw commandError(error, options, remote)
         }
         await bus.close()
     }
@@ -209,6 +198,7 @@ struct Send: AsyncParsableCommand {
             say("\(refusal); nothing was sent")
             throw ExitCode(.refused)
         }
+        await StartingTheSet.ensureRunning(options, remote)
         let bus = try openBus(options, remote)
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
@@ -229,7 +219,7 @@ struct Send: AsyncParsableCommand {
         } catch {
             presence.leave()
             await bus.close()
-            throw commandError(error)
+            throw commandError(error, options, remote)
         }
         presence.leave()
         await bus.close()
@@ -258,13 +248,14 @@ struct Watch: AsyncParsableCommand {
     var history = 50
 
     func run() async throws {
+        await StartingTheSet.ensureRunning(options, remote)
         let bus = try openBus(options, remote)
         do {
             // Until SIGINT or SIGTERM; then it says it leaves, and the bus closes after it.
             try await BusProgram.run(
                 [BusClientService(bus: bus), ConversationPrinter(bus: bus, json: json, history: history)], logger: Logger(label: "tether"))
         } catch {
-            throw commandError(error)
+            throw commandError(error, options, remote)
         }
     }
 }
@@ -288,7 +279,7 @@ struct Status: AsyncParsableCommand {
         } catch {
             for problem in problems { FileHandle.standardError.write(Data("tether: \(TerminalSafe.visible(problem))\n".utf8)) }
             await bus.close()
-            throw commandError(error)
+            throw commandError(error, options, remote)
         }
         if json {
             print(String(decoding: try BusSchema.makeEncoder().encode(report), as: UTF8.self))
