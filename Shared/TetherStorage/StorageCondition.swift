@@ -27,6 +27,14 @@ public struct StorageCondition: Sendable {
         return report
     }
 
+    /// What is said of a database set aside changed (more was recovered from it later): the
+    /// report with the new words, to be published; nil when no such database is in it.
+    public mutating func reword(file: String, as words: String) -> StorageReport? {
+        guard let index = report.replaced.firstIndex(where: { $0.file == file }) else { return nil }
+        report.replaced[index].words = words
+        return report
+    }
+
     /// A write succeeded: a full disk has room again; the report to publish when that changed.
     public mutating func writeSucceeded(now: Date = Date()) -> StorageReport? {
         guard report.state == .full else { return nil }

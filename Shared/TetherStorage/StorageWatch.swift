@@ -32,6 +32,13 @@ public final class StorageWatch: Sendable {
         publish(condition.withLock { $0.report })
     }
 
+    /// Says anew what became of a database set aside at start (more was recovered later).
+    public func reword(file: String, as words: String) {
+        guard let report = condition.withLock({ $0.reword(file: file, as: words) }) else { return }
+        logger.notice("\(words)")
+        publish(report)
+    }
+
     /// A write succeeded: a disk that was full has room again, and is said to.
     public func wrote() {
         guard let report = condition.withLock({ $0.writeSucceeded() }) else { return }

@@ -55,9 +55,7 @@ public enum StoredDatabase {
         let movedTo = try setAside(path, at: now)
         let store = try open(path)
         let recovered = await salvage(movedTo, store)
-        let words =
-            "\(what) (\(path)) was damaged (\(problem)): it was set aside as \(movedTo) and a new one started"
-            + (recovered.map { "; \($0)" } ?? "")
+        let words = damageWords(what: what, path: path, problem: problem, movedTo: movedTo, recovered: recovered)
         return (store, ReplacedDatabase(file: path, movedTo: movedTo, problem: problem, words: words, at: now))
     }
 
@@ -84,6 +82,11 @@ public enum StoredDatabase {
         throw NewerStoreRefusal(
             "\(what) (\(path)) was written by a newer version of Tether than this one (\(TetherVersion.current)): it holds changes this version "
                 + "does not know (\(names)); it is left as it is: install that version again (or a newer one) to use it")
+    }
+
+    /// `the outbox (PATH) was damaged (PROBLEM): it was set aside as MOVED and a new one started; RECOVERED`.
+    public static func damageWords(what: String, path: String, problem: String, movedTo: String, recovered: String?) -> String {
+        "\(what) (\(path)) was damaged (\(problem)): it was set aside as \(movedTo) and a new one started" + (recovered.map { "; \($0)" } ?? "")
     }
 
     /// Moves the file and its write-ahead log and shared memory aside as

@@ -105,6 +105,9 @@ import TetherWire
         #expect(Set(contents).count == contents.count, "\(contents)")
         let status = try set.tether(["status"]).standardOutput
         #expect(status.contains("health: degraded"), "\(status)")
+        // The words follow what the transcript gave back after the outbox was opened.
+        #expect(status.contains("the transcript held 4 messages never confirmed, put back under their own ids"), "\(status)")
+        #expect(status.contains("1 of them cannot be sent again (images kept in the outbox alone) and is marked lost; 3 messages to be sent"), "\(status)")
         #expect(!status.contains("health: healthy"), "\(status)")
         if Tmux.available {
             let ui = try Tmux(

@@ -109,4 +109,19 @@ import TetherWire
         _ = machine.handle(.outboxWasDamaged(lost: []), now: Self.t0)
         #expect(machine.healthState == .degraded, "what the damage took is not known")
     }
+
+    @Test func whatTheTranscriptGivesBackLaterIsCountedIntoTheWords() {
+        let replaced = ReplacedDatabase(file: "/s/protod.sqlite", movedTo: "/s/protod.sqlite.damaged-1", problem: "the file is empty", words: "", at: Self.t0)
+        var outcome = OutboxRecoveryOutcome(replaced: replaced, salvaged: 0, recovered: 0, source: "the conversation journal", toSend: 0, lost: [])
+        let plan = OutboxRecovery.plan(
+            known: [Self.entry("b1", .queued, at: 1), Self.entry("b2", .queued, at: 2), Self.entry("img", .queued, at: 3, images: 1)], held: [],
+            source: "the transcript", retry: .default)
+        outcome.add(plan, added: ["b1", "b2", "img"], from: "the transcript")
+        #expect(
+            outcome.words
+                == "the outbox (/s/protod.sqlite) was damaged (the file is empty): it was set aside as /s/protod.sqlite.damaged-1 and a new one started; "
+                + "no message could be read from it; the transcript held 3 messages never confirmed, put back under their own ids; "
+                + "1 of them cannot be sent again (images kept in the outbox alone) and is marked lost; 2 messages to be sent; any that neither held are lost")
+        #expect(outcome.lost.map(\.id) == [MessageID("img")])
+    }
 }

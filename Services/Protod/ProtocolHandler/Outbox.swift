@@ -361,26 +361,28 @@ public struct Outbox: Sendable {
     /// be read from it are put into the new one, then those `journal` (the conversation
     /// journal's recent entries) shows were never confirmed (``OutboxRecovery``).
     ///
-    /// - Returns: the outbox, the file set aside if any, and the messages that cannot be sent
-    ///   again, to be said lost.
+    /// - Returns: the outbox, the file set aside if any, and what it got back.
     public static func openChecked(
         path: String, recoveringFrom journal: [TranscriptEntry] = [], retry: RetryPolicy = .default, now: Date = Date()
-    ) async throws -> (Outbox, ReplacedDatabase?, lost: [DeliveryUpdate]) {
-        var lost: [DeliveryUpdate] = []
+    ) async throws -> (Outbox, ReplacedDatabase?, OutboxRecoveryOutcome?) {
+        var counted: (salvaged: Int, recovered: Int, toSend: Int, lost: [DeliveryUpdate])?
         let (outbox, replaced) = try await StoredDatabase.open(path, what: "the outbox", now: now, open: { try Outbox(path: $0) }) { damaged, fresh in
             let salvaged = salvage(from: damaged)
-            let recovery = OutboxRecovery.plan(
-                known: journal, held: Set(salvaged.map(\.id)), source: "the conversation journal", retry: retry)
+            let recovery = OutboxRecovery.plan(known: journal, held: Set(salvaged.map(\.id)), source: "the conversation journal", retry: retry)
             guard let added = try? await fresh.restore(OutboxRecovery.merged(salvaged, recovery.messages)) else {
                 return "no message could be put into the new outbox: any it held that were waiting to be sent are lost"
             }
-            lost = recovery.lost
             let toSend = added.filter { [.queued, .sent, .accepted].contains($0.status) }.count
+            counted = (salvaged.count, recovery.messages.count, toSend, recovery.lost)
             // How many rows the damage took is not known: the words say so rather than imply none.
             return OutboxRecovery.words(
-                salvaged: salvaged.count, recovered: recovery.messages.count, lost: recovery.lost.count, toSend: toSend,
-                source: "the conversation journal")
+                salvaged: salvaged.count, recovered: recovery.messages.count, lost: recovery.lost.count, toSend: toSend, source: "the conversation journal")
         }
-        return (outbox, replaced, lost)
+        guard let replaced else { return (outbox, nil, nil) }
+        let found = counted ?? (0, 0, 0, [])
+        let outcome = OutboxRecoveryOutcome(
+            replaced: replaced, salvaged: found.salvaged, recovered: found.recovered, source: "the conversation journal", toSend: found.toSend,
+            lost: found.lost)
+        return (outbox, replaced, outcome)
     }
 }

@@ -1,5 +1,6 @@
 public import Foundation
 public import TetherSchema
+public import TetherStorage
 import TetherWire
 
 /// What a new outbox takes in when the old one was found damaged: the messages another
@@ -88,17 +89,58 @@ public struct OutboxRecovery: Sendable, Equatable {
     }
 }
 
+/// What a damaged outbox got back, as far as it is known: counted for the words, with the
+/// messages to be said lost.
+public struct OutboxRecoveryOutcome: Sendable, Equatable {
+    /// The file set aside.
+    public var replaced: ReplacedDatabase
+    /// Messages read back from the damaged file.
+    public var salvaged: Int
+    /// Messages another store held that the outbox took back (those lost among them).
+    public var recovered: Int
+    /// The stores they came from, for the words (`the conversation journal`).
+    public var source: String
+    /// Messages that will be sent.
+    public var toSend: Int
+    /// Messages that cannot be sent again, as they are to be said.
+    public var lost: [DeliveryUpdate]
+
+    public init(replaced: ReplacedDatabase, salvaged: Int, recovered: Int, source: String, toSend: Int, lost: [DeliveryUpdate]) {
+        self.replaced = replaced
+        self.salvaged = salvaged
+        self.recovered = recovered
+        self.source = source
+        self.toSend = toSend
+        self.lost = lost
+    }
+
+    /// What is said of the outbox on `storage`.
+    public var words: String {
+        StoredDatabase.damageWords(
+            what: "the outbox", path: replaced.file, problem: replaced.problem, movedTo: replaced.movedTo ?? "?",
+            recovered: OutboxRecovery.words(salvaged: salvaged, recovered: recovered, lost: lost.count, toSend: toSend, source: source))
+    }
+
+    /// Counts in what a later recovery (from the transcript) took back.
+    public mutating func add(_ recovery: OutboxRecovery, added: Set<String>, from source: String) {
+        let lostNow = recovery.lost.filter { added.contains($0.id.value) }
+        recovered += added.count
+        toSend += added.count - lostNow.count
+        lost += lostNow
+        self.source = recovered == added.count ? source : "\(self.source) and \(source)"
+    }
+}
+
 /// The stores protod found damaged at start, set aside and made anew.
 public struct DamagedStores: Sendable {
-    /// The outbox was: these messages, which no other store held whole, are to be said lost;
-    /// nil when the outbox was sound.
-    public var outboxLost: [DeliveryUpdate]?
+    /// The outbox was: what it got back, and what is to be said lost; nil when it was sound.
+    public var outbox: OutboxRecoveryOutcome?
     /// The conversation journal was: protod asks tether-snapd's transcript what it published
     /// before (and, with the outbox damaged too, what was never confirmed).
     public var journal: Bool
 
-    public init(outboxLost: [DeliveryUpdate]? = nil, journal: Bool = false) {
-        self.outboxLost = outboxLost
+    public init(outbox: OutboxRecoveryOutcome? = nil, journal: Bool = false) {
+        self.outbox = outbox
         self.journal = journal
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TetherBus
 import TetherSchema
+import TetherStorage
 import TetherWire
 
 extension ProtocolEngine {
@@ -37,17 +38,14 @@ extension ProtocolEngine {
     }
 
     /// After an outbox found damaged: takes back what `transcript` shows was never confirmed
-    /// and the outbox lacks; returns the messages that cannot be sent again, to be said lost.
-    func recover(from transcript: [TranscriptEntry]) async throws -> [DeliveryUpdate] {
+    /// and the outbox lacks, counts it into `recovery` (the messages lost among them too) and
+    /// says anew on `storage` what the outbox got back.
+    func recover(from transcript: [TranscriptEntry], into recovery: inout OutboxRecoveryOutcome) async throws {
         let plan = OutboxRecovery.plan(known: transcript, held: try await outbox.ids(), source: "the transcript", retry: settings.defaultRetry)
         let added = Set(try await outbox.restore(plan.messages).map(\.id))
-        let lost = plan.lost.filter { added.contains($0.id.value) }
-        if !added.isEmpty {
-            logger.notice(
-                "the transcript held messages the damaged outbox lost: \(added.count - lost.count) put back under their own ids, \(lost.count) said lost",
-                metadata: ["outbox.restored": "\(plan.toSend.map(\.id).filter(added.contains))", "outbox.lost": "\(lost.map(\.id.value))"])
-        }
-        return lost
+        guard !added.isEmpty else { return }
+        recovery.add(plan, added: added, from: "the transcript")
+        storage.reword(file: recovery.replaced.file, as: recovery.words)
     }
 
     /// The statuses `transcript` has behind the outbox (the changes that said them were in the

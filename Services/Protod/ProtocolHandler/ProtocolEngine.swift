@@ -20,7 +20,7 @@ actor ProtocolEngine {
     let damaged: DamagedStores
     private let counters: ProgramCounters
     /// The outbox's disk, and the damaged files set aside at start.
-    private let storage: StorageWatch
+    let storage: StorageWatch
     private let codec = WireCodec()
     private let openClawCodec = OpenClawCodec()
     /// Runs the machine: ``run()`` drives it until cancelled.
@@ -54,12 +54,15 @@ actor ProtocolEngine {
     /// and what was lost.
     func start() async throws {
         storage.announce()
-        var lost = damaged.outboxLost ?? []
+        var outboxRecovery = damaged.outbox
         var recent = try journal.recentEntries(limit: DeliveryStateMachine.knownLimit)
         var behind: [DeliveryUpdate] = []
         if damaged.journal {
             recent = await transcriptAfterJournalLoss()
-            if damaged.outboxLost != nil { lost += try await recover(from: recent) }
+            if var recovery = outboxRecovery {
+                try await recover(from: recent, into: &recovery)
+                outboxRecovery = recovery
+            }
             behind = try await statusesBehind(in: recent)
         }
         let pending = try await outbox.pending()
@@ -68,7 +71,7 @@ actor ProtocolEngine {
         driver.send(
             .started(
                 pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen))
-        if damaged.outboxLost != nil { driver.send(.outboxWasDamaged(lost: lost)) }
+        if let outboxRecovery { driver.send(.outboxWasDamaged(lost: outboxRecovery.lost)) }
         for update in behind { publishChange(update) }
     }
 

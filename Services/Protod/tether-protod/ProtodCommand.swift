@@ -77,18 +77,18 @@ struct ProtodCommand: AsyncParsableCommand {
             let moves = try StoreRelocation.moveStores(moving, into: state.path, from: state.legacyDirectories(runDirectory: options.resolvedRunDirectory))
             StoreRelocation.log(moves, to: logger)
             // The journal first: what it holds is what a damaged outbox is recovered from.
-            let (journal, journalReplaced, outbox, outboxReplaced, lost) = try await ConfigurationProblem.guarding("tether-protod") {
+            let (journal, journalReplaced, outbox, outboxReplaced, recovery) = try await ConfigurationProblem.guarding("tether-protod") {
                 let (journal, journalReplaced) = try await ConversationJournal.openChecked(path: journalPath)
                 let recent = journalReplaced == nil ? ((try? journal.recentEntries(limit: DeliveryStateMachine.knownLimit)) ?? []) : []
-                let (outbox, outboxReplaced, lost) = try await Outbox.openChecked(path: path, recoveringFrom: recent, retry: retry)
-                return (journal, journalReplaced, outbox, outboxReplaced, lost)
+                let (outbox, outboxReplaced, recovery) = try await Outbox.openChecked(path: path, recoveringFrom: recent, retry: retry)
+                return (journal, journalReplaced, outbox, outboxReplaced, recovery)
             }
             let replaced = [outboxReplaced, journalReplaced].compactMap { $0 }
             for file in replaced { logger.error("\(file.words)") }
             return [
                 ProtocolService(
                     bus: bus, outbox: outbox, journal: journal, settings: settings,
-                    damaged: DamagedStores(outboxLost: outboxReplaced.map { _ in lost }, journal: journalReplaced != nil),
+                    damaged: DamagedStores(outbox: recovery, journal: journalReplaced != nil),
                     storage: StorageCondition(program: "tether-protod", path: path, replaced: replaced), counters: counters, logger: logger)
             ]
         }
