@@ -184,6 +184,10 @@ extension DeliveryStateMachine {
         if resumeSupport == .unknown, case .asked(let asked)? = link.resume, now >= asked.addingTimeInterval(settings.probeDeadline) {
             resumeSupport = .replaysNothing
             link.resume = nil
+            // Replies a protod before this one was receiving: such a gateway sends nothing again.
+            for id in openStreamsInOrder where streams[id]?.restored == true {
+                cut(id, why: "the gateway does not resume sessions: the rest of the reply will not come", now: now, into: &actions)
+            }
         }
         open.dialect = .seed(link)
         connection = open

@@ -193,6 +193,11 @@ extension DeliveryStateMachine {
         var wholeLength = 0
         /// Its growth since then is waiting for the interval to end.
         var publicationDue = false
+        /// For a reply a protod before this one was receiving: what tether-snapd kept of it,
+        /// the reply as far as it came, should its chunks not come again.
+        var kept: String?
+        /// Taken up from the protod before this one, and no chunk of it heard since.
+        var restored = false
     }
 
     /// The open connection, as protod knows it.

@@ -10,8 +10,15 @@ extension DeliveryStateMachine {
         guard let progress = assembler.add(chunk) else { return }
         let id = chunk.messageID
         if progress.isFirst {
-            let (target, attribution) = attribute(chunk.replyTo, now: now, into: &actions)
-            streams[id] = OpenStream(firstSequence: sequence, inReplyTo: target, attribution: attribution, grewAt: now)
+            if let restored = streams[id] {
+                // A reply the protod before this one was receiving, sent again from its start:
+                // it answers the message it was matched to then.
+                streams[id]?.firstSequence = min(restored.firstSequence, sequence)
+                streams[id]?.restored = false
+            } else {
+                let (target, attribution) = attribute(chunk.replyTo, now: now, into: &actions)
+                streams[id] = OpenStream(firstSequence: sequence, inReplyTo: target, attribution: attribution, grewAt: now)
+            }
         }
         guard var stream = streams[id] else { return }
         if !progress.isDuplicate { stream.grewAt = now }
@@ -89,7 +96,9 @@ extension DeliveryStateMachine {
     /// Ends an open reply as incomplete, as far as it came, and says the bot is no longer at it.
     mutating func cut(_ id: MessageID, why: String, now: Date, into actions: inout [Action]) {
         guard let stream = streams.removeValue(forKey: id) else { return }
-        let partial = assembler.discard(id) ?? ""
+        // What came here, or what tether-snapd kept of a reply a protod before this one received, whichever is longer.
+        let received = assembler.discard(id) ?? ""
+        let partial = (stream.kept?.utf8.count ?? 0) > received.utf8.count ? stream.kept ?? received : received
         actions.append(
             .publishEntry(
                 TranscriptEntry(

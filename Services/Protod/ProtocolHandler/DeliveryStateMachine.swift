@@ -39,7 +39,10 @@ public struct DeliveryStateMachine: Sendable {
         /// protod started with these messages pending in its outbox, this session saved, these
         /// recent transcript entries journaled (what a history lookup is matched against), and
         /// the session the user chose last (nil: ``Settings/sessionKey``).
-        case started(pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [], chosenSession: String? = nil)
+        /// With `openStreams`: the seed dialect's replies that were streaming when the protod
+        /// before this one ended (see ``SavedStream``).
+        case started(
+            pending: [OutboxMessage], session: SessionPoint, recent: [TranscriptEntry] = [], chosenSession: String? = nil, openStreams: [SavedStream] = [])
         /// A message was committed to the outbox (after ``admit(_:now:)`` let it in), or put
         /// back into it from another store after the outbox was found damaged.
         case accepted(OutboxMessage, fallbackFrom: DeliveryStrategy?)
@@ -102,6 +105,9 @@ public struct DeliveryStateMachine: Sendable {
         case suggest(RecoverySuggestion)
         /// Save where to resume the gateway session after a restart.
         case saveSession(SessionPoint)
+        /// Save the replies streaming now (the seed dialect), for a restarted protod to finish
+        /// or to cut as incomplete: it keeps their chunks only in memory.
+        case saveOpenStreams([SavedStream])
         /// Ask connd for a new connection: this one failed a probe, or frames on it may be lost.
         case reconnect(reason: String)
         /// Retain on `conv.session`: the conversation chatted in changed.
@@ -160,6 +166,8 @@ public struct DeliveryStateMachine: Sendable {
     private var saved = (point: SessionPoint(sessionID: nil, lastSequence: 0), at: Date.distantPast)
     var assembler = StreamAssembler()
     var streams: [MessageID: OpenStream] = [:]
+    /// The replies last saved as streaming.
+    var savedStreams: Set<MessageID> = []
     /// Messages written and not yet matched to a reply, oldest first: a reply that does not
     /// say what it answers is matched to the first of them.
     var awaitingReply: [MessageID] = []
@@ -302,8 +310,9 @@ public struct DeliveryStateMachine: Sendable {
     public mutating func handle(_ event: Event, now: Date) -> [Action] {
         var actions: [Action] = []
         switch event {
-        case .started(let messages, let point, let recent, let chosen):
+        case .started(let messages, let point, let recent, let chosen, let open):
             if let chosen { chosenSession = chosen }
+            restore(open, now: now)
             session = point
             saved.point = point
             for entry in recent { transcript.remember(entry) }
@@ -382,6 +391,7 @@ public struct DeliveryStateMachine: Sendable {
             actions.append(.retainSession(current))
         }
         saveSession(now: now, into: &actions)
+        saveOpenStreams(into: &actions)
         if let summary = tally.changedSummary(pending: pending.count) { actions.append(.retainSummary(summary)) }
         // Frames first, in the order chosen: the gateway's answer is the slow part of a round
         // trip, so a frame does not wait for the journal writes and publications of its own

@@ -157,6 +157,12 @@ public struct Outbox: Sendable {
                 table.add(column: "attachments", .text)
             }
         }
+        migrator.registerMigration("add open streams") { db in
+            // The replies streaming when last saved, as a JSON array of ``SavedStream``.
+            try db.alter(table: "session") { table in
+                table.add(column: "openStreams", .text)
+            }
+        }
         return migrator
     }
 
@@ -281,6 +287,24 @@ public struct Outbox: Sendable {
                 sql:
                     "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
                 arguments: [sessionID, lastSequence])
+        }
+    }
+
+    /// The replies that were streaming when last saved (see ``SavedStream``).
+    public func openStreams() async throws -> [SavedStream] {
+        let json = try await database.read { db in try String.fetchOne(db, sql: "SELECT openStreams FROM session WHERE id = 1") }
+        guard let json else { return [] }
+        return (try? JSONDecoder().decode([SavedStream].self, from: Data(json.utf8))) ?? []
+    }
+
+    /// Saves the replies streaming now; losing the last save costs only a reply cut as
+    /// incomplete by the stall deadline rather than at once, so it does not wait for the disk.
+    public func saveOpenStreams(_ streams: [SavedStream]) async throws {
+        let json = streams.isEmpty ? nil : String(decoding: try JSONEncoder().encode(streams), as: UTF8.self)
+        try await writeWithoutWaitingForTheDisk { db in
+            try db.execute(
+                sql: "INSERT INTO session (id, lastSequence, openStreams) VALUES (1, 0, ?) ON CONFLICT(id) DO UPDATE SET openStreams = excluded.openStreams",
+                arguments: [json])
         }
     }
 

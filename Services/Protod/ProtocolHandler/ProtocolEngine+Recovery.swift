@@ -61,4 +61,25 @@ extension ProtocolEngine {
         }
         return updates
     }
+
+    /// The replies a protod before this one was receiving, each with what tether-snapd kept of
+    /// it: the reply as far as it came, should the gateway not send it again. At once when
+    /// there are none; as they were when snapd does not answer in time.
+    func keptReplies(_ saved: [SavedStream], deadline: Duration = .seconds(5)) async -> [SavedStream] {
+        guard !saved.isEmpty else { return [] }
+        let end = ContinuousClock.now.advanced(by: deadline)
+        while ContinuousClock.now < end {
+            if let reply = try? await bus.request(SnapshotCommand.self, .init(frontEnd: "tether-protod", limit: 1), timeout: .seconds(2)) {
+                let kept = Dictionary(reply.streaming.compactMap { progress in progress.content.map { (progress.id, $0) } }) { first, _ in first }
+                return saved.map { stream in
+                    var stream = stream
+                    stream.content = kept[stream.id]
+                    return stream
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        logger.warning("tether-snapd did not say how far the replies streaming before came", metadata: ["protod.streams": "\(saved.count)"])
+        return saved
+    }
 }

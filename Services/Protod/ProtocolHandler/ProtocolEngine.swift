@@ -67,10 +67,12 @@ actor ProtocolEngine {
         }
         let pending = try await outbox.pending()
         let saved = try await outbox.session()
+        let openStreams = await keptReplies(try await outbox.openStreams())
         let chosen = try await outbox.chosenSession(startedWith: settings.delivery.sessionKey)
         driver.send(
             .started(
-                pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen))
+                pending: pending, session: .init(sessionID: saved.sessionID, lastSequence: saved.lastSequence), recent: recent, chosenSession: chosen,
+                openStreams: openStreams))
         if let outboxRecovery { driver.send(.outboxWasDamaged(lost: outboxRecovery.lost)) }
         for update in behind { publishChange(update) }
     }
@@ -465,6 +467,8 @@ actor ProtocolEngine {
             publish(suggestion, on: .suggestion)
         case .saveSession(let point):
             try await outbox.saveSession(sessionID: point.sessionID, lastSequence: point.lastSequence)
+        case .saveOpenStreams(let streams):
+            try await outbox.saveOpenStreams(streams)
         case .retainSession(let session):
             try bus.retain(session, on: .conversationSession)
         case .retainApprovals(let update):
@@ -516,7 +520,7 @@ extension DeliveryStateMachine.Action {
     /// Whether carrying it out writes the outbox.
     var writesTheOutbox: Bool {
         switch self {
-        case .persistSent, .persistDelivered, .persistFinal, .persistRequeued, .persistInGatewayQueue, .saveSession: true
+        case .persistSent, .persistDelivered, .persistFinal, .persistRequeued, .persistInGatewayQueue, .saveSession, .saveOpenStreams: true
         default: false
         }
     }
@@ -539,6 +543,7 @@ extension DeliveryStateMachine.Action {
         case .diagnose: "diagnose"
         case .suggest: "suggest"
         case .saveSession: "saveSession"
+        case .saveOpenStreams: "saveOpenStreams"
         case .reconnect: "reconnect"
         case .retainSession: "retainSession"
         case .retainApprovals: "retainApprovals"
