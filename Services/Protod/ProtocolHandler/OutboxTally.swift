@@ -1,0 +1,24 @@
+import TetherSchema
+
+/// What `outbox.summary` says beside the messages pending: those that left without delivery
+/// since protod started, by final status, and the latest of them.
+struct OutboxTally: Sendable {
+    private var undelivered: [String: Int] = [:]
+    private var lastUndelivered: DeliveryUpdate?
+    private var lastRetained: OutboxSummary?
+
+    /// Counts a message's final status (a delivered one is not counted).
+    mutating func count(_ update: DeliveryUpdate) {
+        guard update.status != .delivered else { return }
+        undelivered[update.status.rawValue, default: 0] += 1
+        lastUndelivered = update
+    }
+
+    /// The summary with `pending` messages, when it differs from the one retained last.
+    mutating func changedSummary(pending: Int) -> OutboxSummary? {
+        let summary = OutboxSummary(pending: pending, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
+        guard summary != lastRetained else { return nil }
+        lastRetained = summary
+        return summary
+    }
+}
