@@ -109,6 +109,32 @@ import Glibc
         down()
         #expect(files.fileExists(atPath: home.state + "/protod.sqlite"), "the stores are in the state directory")
 
+        // Set up as a new user would: the gateway (the development one, speaking OpenClaw's
+        // protocol) found from OpenClaw's own configuration file, by the installed programs.
+        let token = "install-token-\(UUID().uuidString.prefix(8))"
+        let (gateway, gatewayPort) = try SetupTests.gateway(token: token, in: home.root)
+        defer { gateway.stop() }
+        try SetupTests.writeOpenClawConfiguration(port: gatewayPort, token: token, in: home)
+        let setup = try Self.shell(
+            Self.withoutToolchain(toolchain, "\(prefix)/bin/tether setup"), environment: environment, in: home.root, name: "setup", timeout: .seconds(120),
+            workingDirectory: home.root.path)
+        #expect(setup.status == 0, "\(setup.standardOutput)\(setup.standardError)")
+        #expect(setup.standardOutput.contains("found the OpenClaw gateway at ws://127.0.0.1:\(gatewayPort)"), "\(setup.standardOutput)")
+        #expect(setup.standardOutput.contains("connected to the OpenClaw gateway at ws://127.0.0.1:\(gatewayPort)"), "\(setup.standardOutput)")
+        let chat = try Self.shell(
+            Self.withoutToolchain(toolchain, "\(prefix)/bin/tether send 'hello through the installed setup'"), environment: environment, in: home.root,
+            name: "chat", timeout: .seconds(60))
+        #expect(chat.status == 0 && chat.standardOutput.contains("hello through the installed setup"), "\(chat.standardOutput)\(chat.standardError)")
+        // A logout stops the set; the next `tether send` starts it again by itself.
+        down()
+        let again = try Self.shell(
+            Self.withoutToolchain(toolchain, "\(prefix)/bin/tether send 'after the set stopped'"), environment: environment, in: home.root,
+            name: "again", timeout: .seconds(90))
+        #expect(again.status == 0 && again.standardOutput.contains("after the set stopped"), "\(again.standardOutput)\(again.standardError)")
+        #expect(again.standardError.contains("the set is not running: starting it (tether-compose up --detach)"), "\(again.standardError)")
+        print("installed, set up from ~/.openclaw/openclaw.json and chatting without the toolchain:\n\(setup.standardOutput)")
+        down()
+
         // Uninstalled: nothing of the install is left, the stores stay until purged.
         let uninstall = try Self.shell("scripts/uninstall", environment: environment, in: home.root, name: "uninstall")
         #expect(uninstall.status == 0, "\(uninstall.standardError)")

@@ -17,6 +17,8 @@ import Glibc
         case truncated
         /// Its middle half overwritten with garbage, the header kept.
         case middle
+        /// Its first 4 KiB (the SQLite header and the first page) overwritten with garbage.
+        case header
 
         func apply(to path: String) throws {
             guard let handle = FileHandle(forUpdatingAtPath: path) else { throw TestFailure("cannot open \(path)") }
@@ -28,6 +30,9 @@ import Glibc
             case .middle:
                 try handle.seek(toOffset: size / 4)
                 try handle.write(contentsOf: Data((0..<Int(size / 2)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }))
+            case .header:
+                try handle.seek(toOffset: 0)
+                try handle.write(contentsOf: Data((0..<Int(min(size, 4096))).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }))
             }
         }
     }
