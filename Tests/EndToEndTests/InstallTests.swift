@@ -131,7 +131,8 @@ import Glibc
             Self.withoutToolchain(toolchain, "\(prefix)/bin/tether send 'after the set stopped'"), environment: environment, in: home.root,
             name: "again", timeout: .seconds(90))
         #expect(again.status == 0 && again.standardOutput.contains("after the set stopped"), "\(again.standardOutput)\(again.standardError)")
-        #expect(again.standardError.contains("the set is not running: starting it (tether-compose up --detach)"), "\(again.standardError)")
+        // The unit is installed, so it is tried first; with no user manager here, tether-compose starts the set.
+        #expect(again.standardError.contains("the set is not running: starting it ("), "\(again.standardError)")
         print("installed, set up from ~/.openclaw/openclaw.json and chatting without the toolchain:\n\(setup.standardOutput)")
         down()
 

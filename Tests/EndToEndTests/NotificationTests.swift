@@ -130,7 +130,9 @@ struct NotificationTests {
         let second = try await notifications.waitForShown(2)
         #expect(second[1]["summary"] as? String == "Opta replied" && second[1]["body"] as? String == "You said: while away", "\(second)")
         #expect(second[1]["replaces"] as? Int == 0, "a new notification, not the closed one again")
-        #expect(ui.screen().contains("You said: while away"), "the screen is unchanged by focus reports: \(ui.screen())")
+        // The notification may come before the screen's next draw: the reply is waited for there.
+        let drawn = await eventually(timeout: .seconds(10)) { ui.screen().contains("You said: while away") }
+        #expect(drawn, "the screen is unchanged by focus reports: \(ui.screen())")
         print("calls: \(notifications.calls)")
     }
 
