@@ -1,4 +1,5 @@
 import CCmarkGFM
+import Synchronization
 
 /// Turns Markdown text into a ``MarkdownDocument`` with cmark-gfm (CommonMark with GitHub's
 /// tables, strikethrough and autolinks). Any text is a document: nothing in it is an error.
@@ -81,7 +82,17 @@ public enum MarkdownParser {
         return !digits.isEmpty && content.dropFirst(digits.count).first.map { $0 == "." || $0 == ")" } == true
     }
 
+    /// cmark-gfm adds its extensions' special characters to a table of the whole process as a
+    /// parse finishes, and takes them out again (`cmark_manage_extensions_special_characters`):
+    /// two parses at once, on two threads, lose each other's (`www.` then links nothing). One
+    /// parse at a time.
+    private static let oneParseAtATime = Mutex(())
+
     private static func parseBounded(_ text: String) -> MarkdownDocument {
+        oneParseAtATime.withLock { _ in parseAlone(text) }
+    }
+
+    private static func parseAlone(_ text: String) -> MarkdownDocument {
         guard let parser = cmark_parser_new(CMARK_OPT_DEFAULT) else { return MarkdownDocument(blocks: [.paragraph([.text(text)])]) }
         defer { cmark_parser_free(parser) }
         for extensionPointer in extensions.pointers { cmark_parser_attach_syntax_extension(parser, extensionPointer) }

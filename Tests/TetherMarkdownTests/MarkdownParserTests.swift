@@ -60,6 +60,27 @@ import Testing
             ])
     }
 
+    /// cmark-gfm's extensions share a table of the whole process: parses on many threads at
+    /// once each still find every autolink.
+    @Test func parsesOnManyThreadsAtOnceEachFindTheirAutolinks() async {
+        let found = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    (0..<300).filter { _ in
+                        MarkdownParser.parse("see www.example.org now").blocks
+                            == [
+                                .paragraph([
+                                    .text("see "), .link(destination: "http://www.example.org", title: "", content: [.text("www.example.org")]), .text(" now"),
+                                ])
+                            ]
+                    }.count
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(found == 8 * 300)
+    }
+
     @Test func linksAutolinksAndImages() {
         let document = MarkdownParser.parse("[docs](https://example.com/d \"The docs\") and www.example.org and ![a cat](cat.png)")
         #expect(
