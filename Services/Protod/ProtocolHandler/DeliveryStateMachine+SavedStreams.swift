@@ -42,10 +42,11 @@ extension DeliveryStateMachine {
     /// from its history instead.
     mutating func saveOpenStreams(into actions: inout [Action]) {
         let openClaw: Bool = if case .openClaw? = connection?.dialect { true } else { false }
-        let open: Set<MessageID> = openClaw ? [] : Set(streams.keys)
-        guard open != savedStreams else { return }
-        savedStreams = open
-        let saved = openStreamsInOrder.filter(open.contains).compactMap { id in
+        // Every event comes through here: nothing is built unless what is open changed.
+        let unchanged = openClaw ? savedStreams.isEmpty : streams.count == savedStreams.count && streams.keys.allSatisfy(savedStreams.contains)
+        guard !unchanged else { return }
+        savedStreams = openClaw ? [] : Set(streams.keys)
+        let saved = openStreamsInOrder.filter(savedStreams.contains).compactMap { id in
             streams[id].map { SavedStream(id: id, inReplyTo: $0.inReplyTo, attribution: $0.attribution, firstSequence: $0.firstSequence) }
         }
         actions.append(.saveOpenStreams(saved))

@@ -13,20 +13,17 @@ extension ProtocolEngine {
     /// confirmed go back into the outbox under their own ids, or are said lost when they cannot
     /// be sent whole. Empty when snapd does not answer in time: protod then starts as it can.
     func transcriptAfterJournalLoss(deadline: Duration = .seconds(15)) async -> [TranscriptEntry] {
-        let clock = ContinuousClock()
-        let end = clock.now.advanced(by: deadline)
+        let end = ContinuousClock.now.advanced(by: deadline)
         var entries: [TranscriptEntry] = []
         var before: Int?
-        while entries.count < DeliveryStateMachine.knownLimit, clock.now < end {
-            do {
-                let page = try await bus.request(TranscriptCommand.self, .init(limit: TranscriptCommand.pageLimit, before: before), timeout: .seconds(2))
-                entries = page.entries + entries
-                guard let next = page.nextBefore else { break }
-                before = next
-            } catch {
-                // snapd may be starting beside protod: asked again until the deadline.
-                try? await Task.sleep(for: .milliseconds(250))
-            }
+        while entries.count < DeliveryStateMachine.knownLimit,
+            let page = await askSnapd(
+                until: end, TranscriptCommand.self,
+                .init(limit: TranscriptCommand.pageLimit, before: before))
+        {
+            entries = page.entries + entries
+            guard let next = page.nextBefore else { break }
+            before = next
         }
         if entries.isEmpty {
             logger.warning("the conversation journal was made anew and tether-snapd's transcript could not be read: what protod published before is not known")
@@ -67,19 +64,29 @@ extension ProtocolEngine {
     /// there are none; as they were when snapd does not answer in time.
     func keptReplies(_ saved: [SavedStream], deadline: Duration = .seconds(5)) async -> [SavedStream] {
         guard !saved.isEmpty else { return [] }
-        let end = ContinuousClock.now.advanced(by: deadline)
-        while ContinuousClock.now < end {
-            if let reply = try? await bus.request(SnapshotCommand.self, .init(frontEnd: "tether-protod", limit: 1), timeout: .seconds(2)) {
-                let kept = Dictionary(reply.streaming.compactMap { progress in progress.content.map { (progress.id, $0) } }) { first, _ in first }
-                return saved.map { stream in
-                    var stream = stream
-                    stream.content = kept[stream.id]
-                    return stream
-                }
+        if let reply = await askSnapd(until: ContinuousClock.now.advanced(by: deadline), SnapshotCommand.self, .init(frontEnd: "tether-protod", limit: 1)) {
+            let kept = Dictionary(reply.streaming.compactMap { progress in progress.content.map { (progress.id, $0) } }) { first, _ in first }
+            return saved.map { stream in
+                var stream = stream
+                stream.content = kept[stream.id]
+                return stream
             }
-            try? await Task.sleep(for: .milliseconds(250))
         }
         logger.warning("tether-snapd did not say how far the replies streaming before came", metadata: ["protod.streams": "\(saved.count)"])
         return saved
+    }
+
+    /// Asks tether-snapd, which may be starting beside protod, again until `end`; nil when it
+    /// never answered.
+    private func askSnapd<Command: BusCommand>(
+        until end: ContinuousClock.Instant, _ command: Command.Type, _ request: Command.Request
+    ) async
+        -> Command.Reply?
+    {
+        while ContinuousClock.now < end {
+            if let reply = try? await bus.request(command, request, timeout: .seconds(2)) { return reply }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return nil
     }
 }
