@@ -214,6 +214,37 @@ import TetherWire
         #expect(driver.deliveries(of: "a").map(\.status) == [.queued, .sent], "sent is said once")
     }
 
+    /// A frame of megabytes takes seconds to reach the gateway on a loaded machine or a slow
+    /// link: the probe behind it is given that time, so that a connection busy reading it is
+    /// not replaced (and the frame written again, and again). A gateway that stays silent past
+    /// the allowance is still found out.
+    @Test func aProbeBehindALargeFrameWaitsForItToArrive() {
+        var driver = Self.connected(resuming: false)
+        var message = Self.outboxMessage("large", sequence: 1)
+        // The seed dialect's frames are at most 1 MiB; OpenClaw's carry images of megabytes.
+        message.content = String(repeating: "x", count: 1_000_000)
+        driver.handle(.accepted(message, fallbackFrom: nil))
+        #expect(driver.written["c1"] == ["large"])
+        let allowance = Machine.transferAllowance(bytes: 1_000_000)
+        #expect(allowance > 3.5 && allowance < 3.6, "\(allowance)")
+        #expect(Machine.transferAllowance(bytes: 13_000_000) > 45, "two phone photos")
+        // Written at 2.5 s: with the old deadlines the connection was replaced at 6.5 s.
+        let writtenAt = driver.now
+        var time = writtenAt
+        while time < writtenAt + 2 + allowance + 2 {
+            time += 0.25
+            _ = driver.tick(at: time)
+        }
+        #expect(driver.reconnects.isEmpty, "replaced before the frame could have arrived and the probe behind it been answered")
+        while time < writtenAt + 2 * (2 + allowance) + 4, driver.reconnects.isEmpty {
+            time += 0.25
+            _ = driver.tick(at: time)
+        }
+        #expect(driver.pings >= 1)
+        #expect(driver.reconnects.count == 1, "a gateway silent past the allowance is replaced")
+        #expect(Machine.transferAllowance(bytes: 60_000) == 0, "small frames get no allowance")
+    }
+
     @Test func aSilentNewConnectionGetsNoCopyOfWhatAnEarlierOneMayHaveDelivered() {
         var driver = Self.connected(resuming: false)
         driver.send("a")

@@ -77,7 +77,8 @@ extension DeliveryStateMachine {
             // Late by its retry policy counts against health once per message.
             let lateAt = attempts.countedLate ? nil : now.addingTimeInterval(Double(message.retry.timeoutMilliseconds) / 1000)
             pending[index].delivery = .written(
-                Written(acknowledgementDue: now.addingTimeInterval(settings.probeAfter), lateAt: lateAt), attempts)
+                Written(acknowledgementDue: now.addingTimeInterval(settings.probeAfter + Self.transferAllowance(bytes: message.frameBytes)), lateAt: lateAt),
+                attempts)
         }
         if awaitingReply.count > Self.awaitingReplyLimit { awaitingReply.removeFirst(awaitingReply.count - Self.awaitingReplyLimit) }
         guard !written.isEmpty else { return }
@@ -115,11 +116,27 @@ extension DeliveryStateMachine {
         if probe { startProbe(now: now, into: &actions) }
     }
 
+    /// The bytes of the messages written on the open connection and not answered yet: a probe
+    /// written behind them reaches the gateway only after them.
+    var unansweredBytes: Int {
+        pending.reduce(0) { total, message in
+            if case .written = message.delivery { total + message.frameBytes } else { total }
+        }
+    }
+
+    /// How much longer than usual an answer may take behind `bytes` written before it: a frame
+    /// of megabytes (images) takes seconds to cross a slow link or a loaded machine, and a probe
+    /// that counted from its own writing would replace a connection that is only busy reading
+    /// it, again and again. Frames up to 64 KiB get none; beyond, a second for each 256 KiB.
+    public static func transferAllowance(bytes: Int) -> TimeInterval {
+        Double(max(0, bytes - 65_536)) / 262_144
+    }
+
     /// Pings the gateway, unless a probe is under way or (unless `force`) the connection was
     /// heard from within `probeAfter` (it is alive).
     mutating func startProbe(now: Date, force: Bool = false, into actions: inout [Action]) {
         guard var open = connection, open.phase == .live, force || now >= open.heard.lastAt.addingTimeInterval(settings.probeAfter) else { return }
-        open.phase = .probing(deadline: now.addingTimeInterval(settings.probeDeadline))
+        open.phase = .probing(deadline: now.addingTimeInterval(settings.probeDeadline + Self.transferAllowance(bytes: unansweredBytes)))
         connection = open
         let probe = open.dialect.rules.probeFrame(&self, now: now)
         write(probe, on: open.epoch, into: &actions)

@@ -26,6 +26,8 @@ extension DeliveryStateMachine {
         var imagesToRead = false
 
         var messageID: MessageID { MessageID(id) }
+        /// About how many bytes its frame is on the wire, images in base64 included.
+        var frameBytes: Int { content.utf8.count + attachments.reduce(0) { $0 + $1.content.utf8.count } }
         /// Written to the gateway at least once: it may have reached it.
         var everWritten: Bool { delivery.attempts != nil }
         /// When it was first written (the gateway cannot have it from before), else when it was made.

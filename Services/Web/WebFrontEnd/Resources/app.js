@@ -891,8 +891,11 @@ form.addEventListener("submit", (event) => {
 });
 attachButton.addEventListener("click", () => fileInput.click());
 fileInput.addEventListener("change", async () => {
-  for (const file of Array.from(fileInput.files || [])) await attachFile(file);
+  // The choice is taken and the picker emptied at once: a file chosen while these are still
+  // being read starts a choice of its own, and does not bring these back with it.
+  const files = Array.from(fileInput.files || []);
   fileInput.value = "";
+  for (const file of files) await attachFile(file);
 });
 input.addEventListener("paste", async (event) => {
   const files = Array.from((event.clipboardData && event.clipboardData.files) || []);
