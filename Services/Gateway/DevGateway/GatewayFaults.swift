@@ -61,13 +61,21 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     public var modelFailure = false
     /// This fraction (0 to 1) of runs fails as `modelFailure` does.
     public var modelFailureFraction = 0.0
+    /// As today's gateways report it (protocol 4): the model is rate limited this many times in
+    /// each run, a `chat` `status` event with its `retry` each, `modelRetryDelay` apart, then
+    /// it answers.
+    public var rateLimitRetries = 0
+    /// As today's gateways report it (protocol 4): every run fails and ends with a `chat`
+    /// `error` event of this `errorKind` (`refusal`, `timeout`, `rate_limit`,
+    /// `context_length`, `unknown`); nil: none.
+    public var modelErrorKind: String?
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
         case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk, greetOnOpen
-        case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure, modelFailureFraction
+        case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure, modelFailureFraction, rateLimitRetries, modelErrorKind
     }
 
     /// Reads a full or partial set: absent fields keep `base`'s values.
@@ -105,6 +113,8 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Bool.self, forKey: .requirePairing) { faults.requirePairing = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .modelFailure) { faults.modelFailure = value }
         if let value = try container.decodeIfPresent(Double.self, forKey: .modelFailureFraction) { faults.modelFailureFraction = min(max(value, 0), 1) }
+        if let value = try container.decodeIfPresent(Int.self, forKey: .rateLimitRetries) { faults.rateLimitRetries = max(0, value) }
+        if container.contains(.modelErrorKind) { faults.modelErrorKind = try container.decodeIfPresent(String.self, forKey: .modelErrorKind) }
         self = faults
     }
 }

@@ -82,11 +82,19 @@ extension DeliveryStateMachine {
                         id: replyID, sender: .bot(name: bot.name), content: run.text, timestamp: now, status: .received, inReplyTo: message,
                         attribution: .gateway)))
             settleBotState(now: now, into: &actions)
+        case .status:
+            // Where the run stands before its reply starts: said while the bot is thinking.
+            runs[event.runId] = run
+            guard run.text.isEmpty, let words = RunStatusWords.status(event) else { return }
+            if event.retry != nil {
+                actions.append(.diagnose(DiagnosticEvent(kind: .replyFailed, messageID: run.inReplyTo, willRetry: true, detail: "the gateway is \(words)")))
+            }
+            setBotState(.thinking, detail: words, now: now, into: &actions)
         case .aborted, .error:
             runs[event.runId] = run
             let why: String =
                 if event.state == .error {
-                    "the gateway reported an error: \(event.errorMessage ?? "no reason given")"
+                    RunStatusWords.error(event)
                 } else {
                     switch event.stopReason {
                     case "rpc"?: "the reply was stopped (chat.abort)"

@@ -225,6 +225,10 @@ extension OpenClawGateway {
         await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
         let current = faults.current
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
+        if let kind = current.modelErrorKind { return await endWithError(runID, kind: kind, sessionKey: sessionKey) }
+        if current.rateLimitRetries > 0 {
+            guard await retryRateLimited(runID, times: current.rateLimitRetries, sessionKey: sessionKey) else { return }
+        }
         // The development bot says what it received, so that a test sees an image arrived, once.
         var reply = [message.isEmpty ? nil : bot.reply(to: message), Self.receivedWords(images)].compactMap { $0 }.joined(separator: "\n")
         if let reset = Self.resetCommand(in: message.trimmingCharacters(in: .whitespacesAndNewlines)) {
@@ -294,6 +298,50 @@ extension OpenClawGateway {
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
         logger.notice("the model failed (fault injection)", metadata: ["gateway.run": "\(runID)"])
     }
+
+    /// Today's gateways say a run's retries (protocol 4): a `status` event with its `retry`
+    /// for each, `modelRetryDelay` apart. False when the run was aborted meanwhile.
+    private func retryRateLimited(_ runID: String, times: Int, sessionKey: String) async -> Bool {
+        let maximum = max(times + 1, 5)
+        for attempt in 1...times {
+            guard activeRuns[runID]?.aborted == false else { return false }
+            await broadcast(droppable: false, to: { ($0.protocolVersion ?? 0) >= 4 }) { _ in
+                let retry = ChatEventPayload.Retry(attempt: attempt, maxAttempts: maximum, reason: "rate_limit")
+                return ("chat", try? JSONValue(encoding: ChatEventPayload(runId: runID, sessionKey: sessionKey, seq: attempt, state: .status, retry: retry)))
+            }
+            try? await Task.sleep(for: settings.modelRetryDelay)
+        }
+        return activeRuns[runID]?.aborted == false
+    }
+
+    /// Today's gateways end a failed run with a `chat` `error` event of its kind (protocol 4;
+    /// "only the run owner publishes terminal failures"), and the transcript keeps the user's
+    /// message and an empty assistant entry with the error.
+    private func endWithError(_ runID: String, kind: String, sessionKey: String) async {
+        let words = Self.errorWords[kind] ?? "the model failed"
+        writeUserEntry(of: runID)
+        append(
+            ChatTranscriptMessage(
+                role: "assistant", text: "", timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "error", errorMessage: words, model: Self.model),
+            to: sessionKey)
+        activeRuns[runID] = nil
+        finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())
+        await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("error"), "error": .string(words)])
+        await broadcast(droppable: false) { version in
+            let event = ChatEventPayload(
+                runId: runID, sessionKey: sessionKey, seq: 1, state: .error, errorMessage: words, errorKind: version >= 4 ? kind : nil, stopReason: "error")
+            return ("chat", try? JSONValue(encoding: event))
+        }
+        logger.notice("the run ended with an error (fault injection)", metadata: ["gateway.run": "\(runID)", "gateway.errorKind": "\(kind)"])
+    }
+
+    /// The development model's words for each kind of failure.
+    static let errorWords = [
+        "refusal": "the model declined to answer (fault injection)",
+        "timeout": "the model did not answer within the run's timeout (fault injection)",
+        "rate_limit": "429 rate limit exceeded; retries exhausted (fault injection)",
+        "context_length": "the prompt is longer than the model's context window (fault injection)",
+    ]
 
     func agentEvent(_ runID: String, sessionKey: String, stream: String, data: [String: JSONValue]) async {
         let ts = Double(OpenClawProtocol.milliseconds(Date()))
