@@ -153,6 +153,8 @@ public struct GatewayInfo: Codable, Hashable, Sendable {
     public var protocolVersion: Int?
     /// OpenClaw: the gateway's release.
     public var serverVersion: String?
+    /// OpenClaw: which gateway the handshake showed, and what of its chat Tether relies on.
+    public var generation: GatewayGeneration?
     /// OpenClaw: the gateway's name for this connection; a restarted gateway has new ones.
     public var serverConnectionID: String?
     /// OpenClaw: how long the gateway had been running when this connection began.

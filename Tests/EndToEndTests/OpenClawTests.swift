@@ -219,7 +219,8 @@ import Glibc
         let stream = try await BusRecorder<StreamProgress>(bus: bus, topic: .conversationStream)
         let status = try set.tether(["status"])
         #expect(status.standardOutput.contains("session: agent:main:work"), "\(status.standardOutput)")
-        #expect(status.standardOutput.contains("gateway: OpenClaw protocol 4"), "\(status.standardOutput)")
+        #expect(status.standardOutput.contains("gateway: OpenClaw protocol 4 (2026.5.12 or later)"), "\(status.standardOutput)")
+        #expect(status.standardOutput.contains("steering not offered; run status and failure kinds shown"), "\(status.standardOutput)")
         let words = (1...100).map { "w\($0)" }
         let send = try ChildProcess(
             Programs.path("tether"), ["send", "--timeout", "30", "--run-dir", set.run.path] + words, outputDirectory: set.run.path, name: "send")

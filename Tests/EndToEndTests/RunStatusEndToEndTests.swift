@@ -36,4 +36,14 @@ import TetherWire
         #expect(send.standardError.contains("delivered") || !send.standardError.contains("failed"), "\(send.standardError)")
         #expect(set.openClawTranscript().contains { $0.role == "user" && $0.text == "a very long story" })
     }
+
+    /// `tether status` says which gateway it is from the handshake, and what Tether relies on.
+    @Test func theStatusSaysWhichGatewayItIs() async throws {
+        let set = try await ComposedSet.openClaw(protocols: "3")
+        defer { set.stop() }
+        #expect(try set.tether(["send", "hello"]).status == 0)
+        let status = try set.tether(["status"]).standardOutput
+        #expect(status.contains("gateway: OpenClaw of the 2026.4 line (protocol 3), release tether-gateway-dev"), "\(status)")
+        #expect(status.contains("no delivery receipts, catch-up cursors, queue modes or run status"), "\(status)")
+    }
 }

@@ -91,7 +91,9 @@ public struct OpenClawHandshake: Sendable {
             tickIntervalMilliseconds: hello.policy?.tickIntervalMs ?? OpenClawProtocol.defaultTickIntervalMs,
             maximumPayload: hello.policy?.maxPayload, mainSessionKey: hello.snapshot?.sessionDefaults?.mainSessionKey, clockOffsetMilliseconds: offset,
             deviceID: identity.deviceID, scopes: granted ?? scopes)
-        return .ready(info, deviceToken: hello.auth?.deviceToken)
+        var described = info
+        described.generation = GatewayGeneration(protocol: hello.protocol, release: hello.server?.version, methods: hello.features?.methods)
+        return .ready(described, deviceToken: hello.auth?.deviceToken)
     }
 
     /// A refusal in words with its way forward: from the answer's error, or from the close

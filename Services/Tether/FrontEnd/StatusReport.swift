@@ -103,10 +103,13 @@ public struct StatusReport: Sendable, Codable {
             if let error = connection.lastError, connection.phase != .connected { words += "\n  last error: \(error)" }
             lines.append(words)
             if let gateway = connection.gateway, gateway.dialect == .openclaw {
-                var about = "gateway: OpenClaw protocol \(gateway.protocolVersion.map(String.init) ?? "?")"
-                if let version = gateway.serverVersion { about += ", release \(version)" }
+                var about =
+                    gateway.generation.map { "gateway: \($0.words)" }
+                    ?? "gateway: OpenClaw protocol \(gateway.protocolVersion.map(String.init) ?? "?")"
+                    + (gateway.serverVersion.map { ", release \($0)" } ?? "")
                 if let device = gateway.deviceID { about += ", device \(device.prefix(12))…" }
                 lines.append(about)
+                if let generation = gateway.generation { lines.append("  \(generation.features)") }
                 if gateway.connectedWithDeviceToken == true {
                     lines.append("  connected with this device's token: the gateway refused the shared token; put its new token in the token file")
                 }
