@@ -175,7 +175,7 @@ import TetherWire
         typealias Deliveries = OpenClawDeliveryTests
         var driver = Deliveries.Driver()
         driver.connect("c1", epoch: 1, at: 0)
-        driver.history([], on: "c1")
+        driver.history(Deliveries.earlier, on: "c1")
         let image = try ImageAttachments.attachment(named: "cat.png", bytes: Self.png).get()
         var message = DeliveryStateMachineTests.outboxMessage("m1", sequence: 1)
         message.attachments = [image]
@@ -184,9 +184,9 @@ import TetherWire
         driver.chat(Deliveries.delta("m1", text: "cut", increment: "cut"), on: "c1")
         #expect(driver.deliveries(of: "m1").last == .delivered && driver.machine.pendingCount == 0)
         driver.handle(.connectionDown, at: 5)
-        // A gateway restarted before it stored a new session's first message: it is written again.
+        // A gateway restarted and its history lacks the message whose run had started: it is written again.
         driver.connect("c2", epoch: 2, uptime: 1, at: 6)
-        driver.history([], on: "c2")
+        driver.history(Deliveries.earlier, on: "c2")
         #expect(driver.log.contains(.persistRequeued(id: "m1")))
         #expect(driver.sent(on: "c2").isEmpty, "written again before its image was read back")
         driver.handle(.imagesRead(id: "m1", readBack ? [image] : []), at: 7)

@@ -123,6 +123,10 @@ import TetherWire
         var botStates: [BotState] { log.compactMap { if case .retainBotState(let state) = $0 { state.state } else { nil } } }
     }
 
+    /// The history of a session that had an exchange before: the gateway writes a user entry
+    /// there when its run starts (a new session's first only with its reply).
+    static var earlier: [ChatTranscriptMessage] { [user("earlier", at: -20), assistant("earlier reply", at: -19)] }
+
     static func user(_ text: String, at seconds: Double) -> ChatTranscriptMessage {
         ChatTranscriptMessage(role: "user", text: text, timestamp: milliseconds(seconds))
     }
@@ -157,12 +161,42 @@ import TetherWire
         #expect(request.params?["message"]?.stringValue == "text of m1")
         #expect(driver.deliveries(of: "m1") == [.queued, .sent])
         driver.respond(request.id, Self.started)
-        // `started` says the gateway has it; its run starting says it was stored.
+        // `started` says the gateway has it; in a new session (its history empty) the 2026.4
+        // gateway writes the first user entry only with the reply: its run says accepted, its
+        // end delivered.
         #expect(driver.deliveries(of: "m1").last == .sent)
         #expect(driver.botStates.last == .thinking)
         driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
-        #expect(driver.deliveries(of: "m1").last == .delivered)
-        #expect(driver.machine.pendingCount == 0)
+        driver.chat(Self.delta("m1", text: "Hel", increment: "Hel"), on: "c1")
+        #expect(driver.deliveries(of: "m1").last == .accepted && driver.machine.pendingCount == 1)
+        #expect(driver.updates(of: "m1").count { $0.status == .accepted } == 1, "said once")
+        #expect(driver.updates(of: "m1").last?.detail == "accepted: the gateway is running it; a new session keeps its first message only once the reply ends")
+        driver.chat(Self.final("m1", text: "Hello"), on: "c1")
+        #expect(driver.deliveries(of: "m1").last == .delivered && driver.machine.pendingCount == 0)
+    }
+
+    /// In a session that had an exchange before, the gateway writes the user entry as its run
+    /// starts: the run's first event says delivered.
+    @Test func inASessionWithHistoryTheRunStartingSaysDelivered() throws {
+        var driver = Driver()
+        driver.connect("c1", epoch: 1)
+        driver.history(Self.earlier, on: "c1")
+        driver.send("m1")
+        driver.respond("send:m1", Self.started)
+        driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        #expect(driver.deliveries(of: "m1").last == .delivered && driver.machine.pendingCount == 0)
+        #expect(!driver.deliveries(of: "m1").contains(.accepted))
+        // The next message in a session that was new: its first run ended, so it has history now.
+        var fresh = Driver()
+        fresh.connect("c1", epoch: 1)
+        fresh.history([], on: "c1")
+        fresh.send("m1")
+        fresh.respond("send:m1", Self.started)
+        fresh.chat(Self.final("m1", text: "Hello"), on: "c1")
+        fresh.send("m2")
+        fresh.respond("send:m2", Self.started)
+        fresh.agent("m2", stream: "lifecycle", ["phase": .string("start")], on: "c1")
+        #expect(fresh.deliveries(of: "m2").last == .delivered)
     }
 
     @Test(arguments: [3, 4]) func deltasMakeTheReplyAndTheFinalIsWholeAndNamesItsMessage(protocolVersion: Int) throws {
@@ -300,15 +334,16 @@ import TetherWire
         driver.respond("send:m1", Self.started)
         driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")
         driver.chat(Self.delta("m1", text: "cut", increment: "cut"), on: "c1")
-        #expect(driver.deliveries(of: "m1").last == .delivered && driver.machine.pendingCount == 0)
+        // Never said delivered: the gateway keeps a new session's first message only with its reply.
+        #expect(driver.deliveries(of: "m1").last == .accepted && driver.machine.pendingCount == 1)
         driver.handle(.connectionDown, at: 5)
         // The gateway restarted (up for 1 s): a brand-new session's first message is stored only
         // with its reply, so its history is empty.
         driver.connect("c2", epoch: 2, uptime: 1, at: 6)
         driver.history([], on: "c2")
         #expect(driver.entries { $0.id.value == "m1:reply" }.isEmpty, "the reply was ended although the message is to be run again")
-        #expect(driver.log.contains(.persistRequeued(id: "m1")))
         #expect(driver.sent(on: "c2") == ["m1"], "the lost message was not written again with its key")
+        #expect(!driver.deliveries(of: "m1").contains(.delivered))
         driver.respond("send:m1", Self.started)
         driver.chat(Self.final("m1", text: "the whole reply"), on: "c2")
         #expect(driver.entries { $0.id.value == "m1:reply" }.map(\.content) == ["the whole reply"])

@@ -15,7 +15,7 @@ extension OpenClawDeliveryTests {
     static func runStarted(stall: TimeInterval = 30, uptime: Double = 1000) -> Driver {
         var driver = Driver(settings: Machine.Settings(probeAfter: 2, probeDeadline: 2, replyStallDeadline: stall, streamInterval: 0))
         driver.connect("c1", epoch: 1, uptime: uptime, at: 0)
-        driver.history([], on: "c1", at: 0.1)
+        driver.history(Self.earlier, on: "c1", at: 0.1)
         driver.send("m1")
         driver.respond("send:m1", Self.started, at: 0.2)
         return driver

@@ -122,7 +122,7 @@ import TetherWire
     @Test func aReconnectWhileAReplyIsComingInTheSessionBeforeReopensThereUntilItEnds() throws {
         var driver = Driver()
         driver.connect("c1", epoch: 1, at: 0)
-        driver.history([], on: "c1")
+        driver.history(OpenClawDeliveryTests.earlier, on: "c1")
         driver.send("m1")
         driver.respond("send:m1", OpenClawDeliveryTests.started)
         driver.agent("m1", stream: "lifecycle", ["phase": .string("start")], on: "c1")

@@ -54,7 +54,7 @@ import TetherWire
     static func running() -> Driver {
         var driver = Driver()
         driver.connect("c1", epoch: 1)
-        driver.history([], on: "c1")
+        driver.history(OpenClawDeliveryTests.earlier, on: "c1")
         driver.send("m1", content: "tool: read README.md")
         driver.respond("send:m1", OpenClawDeliveryTests.started)
         return driver

@@ -133,6 +133,7 @@ extension DeliveryStateMachine {
         }
         settleBotState(now: now, into: &actions)
         link.recovered = true
+        link.sessionIsNew = result.messages.isEmpty
         if link.lookupAgain {
             link.lookupAgain = false
             write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)

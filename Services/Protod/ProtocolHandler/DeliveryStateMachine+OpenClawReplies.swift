@@ -30,10 +30,16 @@ extension DeliveryStateMachine {
             // Not a reply: the session was busy, and the gateway keeps the message in its queue.
             return heldByGateway(index, now: now, into: &actions)
         }
-        // A run shows the gateway stored the message: as good as its acknowledgement.
+        // A run shows the gateway stored the message, as good as its acknowledgement; but in a
+        // new session only its end does.
         if pending.contains(where: { $0.id == event.runId }) {
-            acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
+            if event.state == .delta || event.state == .status {
+                acknowledgedByRun(event.runId, now: now, into: &actions)
+            } else {
+                acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
+            }
         }
+        if event.state != .delta && event.state != .status { endedInSession() }
         run.heardAt = now
         run.failure = nil
         let replyID = HistoryMerge.replyID(of: message)
@@ -107,6 +113,34 @@ extension DeliveryStateMachine {
         }
     }
 
+    /// A run of a message under way: it shows the gateway keeps the message, but for a new
+    /// session's first message, which the 2026.4 gateway writes to its transcript only with
+    /// the reply: that one is accepted (said once), and delivered when its run ends.
+    mutating func acknowledgedByRun(_ id: String, now: Date, into actions: inout [Action]) {
+        guard var open = connection, case .openClaw(var link) = open.dialect, link.sessionIsNew else {
+            return acknowledged(MessageAck(messageID: MessageID(id), status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        guard let index = pending.firstIndex(where: { $0.id == id }), !link.saidAccepted.contains(id) else { return }
+        link.saidAccepted.insert(id)
+        open.dialect = .openClaw(link)
+        connection = open
+        if pending[index].delivery.hold == nil { pending[index].delivery = pending[index].delivery.holding(.accepted(at: now), now: now) }
+        actions.append(
+            .publishDelivery(
+                DeliveryUpdate(
+                    id: pending[index].messageID, status: .accepted,
+                    detail: "accepted: the gateway is running it; a new session keeps its first message only once the reply ends")))
+    }
+
+    /// A run in the session ended: its transcript holds entries now.
+    mutating func endedInSession() {
+        guard var open = connection, case .openClaw(var link) = open.dialect, link.sessionIsNew else { return }
+        link.sessionIsNew = false
+        link.saidAccepted = []
+        open.dialect = .openClaw(link)
+        connection = open
+    }
+
     /// Ends a run of Tether's as it came, in the transcript with the reason it ended there;
     /// the bot is idle once no run of Tether's is open.
     mutating func end(_ runID: String, as status: DeliveryStatus, why: String, now: Date, into actions: inout [Action]) {
@@ -146,8 +180,8 @@ extension DeliveryStateMachine {
             ?? OpenClawRun(
                 inReplyTo: MessageID(event.runId), startedAt: now, grewAt: now, heardAt: now,
                 messageText: pending.first { $0.id == event.runId }?.content, session: chattingIn)
-        // Its run shows the gateway stored the message.
-        if isPending { acknowledged(MessageAck(messageID: MessageID(event.runId), status: .received, serverTimestamp: now), now: now, into: &actions) }
+        // Its run shows the gateway stored the message (in a new session, only its end does).
+        if isPending { acknowledgedByRun(event.runId, now: now, into: &actions) }
         run.heardAt = now
         if event.stream == "tool" { run.calledTools = true }
         if phase == "error" {

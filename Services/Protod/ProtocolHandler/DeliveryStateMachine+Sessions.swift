@@ -67,8 +67,14 @@ extension DeliveryStateMachine {
             } else {
                 pending.lazy.map(sessionOf).first { $0 != chosen }
             }
+        // A message still pending while its reply comes is one message, not two.
         let waiting =
-            finishing.map { key in pending.count { sessionOf($0) == key } + runs.values.count { $0.inReplyTo != nil && ($0.session ?? key) == key } } ?? 0
+            finishing.map { key in
+                pending.count { sessionOf($0) == key }
+                    + runs.values.count { run in
+                        run.inReplyTo.map { id in !pending.contains { $0.messageID == id } } == true && (run.session ?? key) == key
+                    }
+            } ?? 0
         return ConversationSession(
             dialect: dialect, sessionKey: chosen, requested: chosenSession.flatMap { $0 == chosen ? nil : $0 },
             finishing: waiting > 0 ? finishing : nil, finishingMessages: waiting > 0 ? waiting : nil)

@@ -26,6 +26,12 @@ struct OpenClawLink: Sendable, Equatable {
     var lookupAgain = false
     /// A lookup was widened to the gateway's maximum on this connection: it is not widened again.
     var widened = false
+    /// The session's history was empty when last looked up, and no run in it has ended since:
+    /// the 2026.4 gateway writes a new session's first user entry only with its reply, so a run
+    /// under way there does not show the message is kept.
+    var sessionIsNew = false
+    /// The messages of a new session said accepted while their run goes on (said once each).
+    var saidAccepted: Set<String> = []
     /// The largest frame the gateway reads (`policy.maxPayload`).
     var maximumPayload: Int?
     /// When an event of a run in the session chatted in (Tether's or not) was last heard.
@@ -57,6 +63,7 @@ struct OpenClawLink: Sendable, Equatable {
         lookupAgain = false
         widened = false
         sessionHeardAt = nil
+        sessionIsNew = false
     }
 
     /// Whether `key` names the session chatted in, in either form: events carry the canonical

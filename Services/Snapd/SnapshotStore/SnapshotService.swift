@@ -53,6 +53,12 @@ public struct SnapshotService: Service {
             wake.finish()
             group.cancelAll()
         }
+        // Every task that used the store has ended: closed now, not whenever the process lets go of it.
+        do {
+            try store.close()
+        } catch {
+            logger.warning("the transcript store did not close cleanly; SQLite recovers its write-ahead log at the next start", metadata: ["error": "\(error)"])
+        }
     }
 
     private func makeDispatcher() -> CommandDispatcher {

@@ -27,6 +27,14 @@ public struct TranscriptStore: Sendable {
         try Self.migrator.migrate(database)
     }
 
+    /// Closes the store once nothing uses it any more, its write-ahead log moved into the
+    /// database and emptied first: a stopped set leaves whole database files, whichever of
+    /// the pool's connections closes last.
+    public func close() throws {
+        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try database.close()
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("create transcript") { db in
