@@ -519,8 +519,8 @@ def check_oversized_messages_are_refused_in_words(driver):
     assert "2.0 MiB" in refused, refused
     assert len(conversation(driver)) == before, "the refused message was added to the conversation"
     assert driver.execute_script("return document.getElementById('message').value.length") == 2 << 20, "the refused message left the composer"
-    note = text_of(driver, "size-note")
-    assert "not sent and not saved" in note, f"the composer's note: {note!r}"
+    note = wait(lambda: "not sent and not saved" in text_of(driver, "size-note") and text_of(driver, "size-note"), 10,
+                "the composer's note on the 2 MiB message")
     set_composer(driver, "d" * ((1 << 20) + 1))
     time.sleep(1.5)  # past the draft's saving pause: nothing over the limit may leave the page
     note = text_of(driver, "size-note")

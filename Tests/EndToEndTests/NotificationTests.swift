@@ -191,6 +191,12 @@ struct NotificationTests {
         let said = log.components(separatedBy: "desktop notifications are not shown: cannot connect to the session bus").count - 1
         #expect(said == 1, "said once, whatever the replies: \(log)")
         #expect(set.state()?.programs.first { $0.name == "notify" }?.restarts == 0, "it never crashed")
-        #expect(try Self.notifyState(set) == "unavailable")
+        // The state travels in tether-notify's heartbeat: read until it arrives, and say what was read.
+        var state: String?
+        let reported = await eventually(timeout: .seconds(10)) {
+            state = try? Self.notifyState(set)
+            return state == "unavailable"
+        }
+        #expect(reported, "tether status says tether-notify is \(state ?? "absent")")
     }
 }

@@ -867,7 +867,12 @@ form.addEventListener("submit", (event) => {
   const content = input.value;
   if (!content.trim() && attached.length === 0) { notice.textContent = "The message is empty."; return; }
   const words = tooLarge(content) || attachmentsTooLarge(attached, content);
-  if (words) { notice.textContent = "Not sent: " + words; return; }
+  if (words) {
+    notice.textContent = "Not sent: " + words;
+    // The note beside the composer says it at once, not after the draft's saving pause.
+    checkComposer();
+    return;
+  }
   notice.textContent = "";
   commandOutput.hidden = true;
   if (content.trimStart().startsWith("/")) {
