@@ -8,12 +8,16 @@ public struct ChatSendParams: Sendable, Hashable, Codable {
     public var idempotencyKey: String
     /// Images sent with the message.
     public var attachments: [ChatAttachment]?
+    /// Today's gateways: what a busy session does with it (`followup`, `collect`, `steer`,
+    /// `interrupt`); sent only to a gateway known to take it.
+    public var queueMode: String?
 
-    public init(sessionKey: String, message: String, idempotencyKey: String, attachments: [ChatAttachment]? = nil) {
+    public init(sessionKey: String, message: String, idempotencyKey: String, attachments: [ChatAttachment]? = nil, queueMode: String? = nil) {
         self.sessionKey = sessionKey
         self.message = message
         self.idempotencyKey = idempotencyKey
         self.attachments = attachments
+        self.queueMode = queueMode
     }
 
     /// The bytes of a `chat.send` frame besides the message (ids, key, session, escapes
@@ -58,23 +62,18 @@ public struct ChatSendResult: Sendable, Hashable, Codable {
     public var status: String?
     public var summary: String?
     public var aborted: Bool?
+    /// Today's gateways: the user turn's place in the transcript, given only once it is placed there.
+    public var messageSeq: Int?
+    /// Today's gateways, with `queueMode: "interrupt"`: the run the message stopped.
+    public var interruptedActiveRun: String?
 
-    public init(runId: String?, status: String?, summary: String? = nil, aborted: Bool? = nil) {
+    public init(runId: String?, status: String?, summary: String? = nil, aborted: Bool? = nil, messageSeq: Int? = nil, interruptedActiveRun: String? = nil) {
         self.runId = runId
         self.status = status
         self.summary = summary
         self.aborted = aborted
-    }
-}
-
-/// The params of `chat.history`.
-public struct ChatHistoryParams: Sendable, Hashable, Codable {
-    public var sessionKey: String
-    public var limit: Int?
-
-    public init(sessionKey: String, limit: Int?) {
-        self.sessionKey = sessionKey
-        self.limit = limit
+        self.messageSeq = messageSeq
+        self.interruptedActiveRun = interruptedActiveRun
     }
 }
 
@@ -105,6 +104,9 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     public var entryID: String?
     /// In history: the entry's place in the session's transcript (`__openclaw.seq`).
     public var entrySequence: Int?
+    /// Today's gateways, on the user entry of a turn: the turn's key (`__openclaw.idempotencyKey`,
+    /// `<idempotency key>:user`), which ties it to the `chat.send` exactly.
+    public var turnKey: String?
     /// In history, on an assistant entry: the model that wrote it; `gateway-injected` for an
     /// entry the gateway wrote itself (an aborted run's text).
     public var model: String?
@@ -116,6 +118,9 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     public var toolCallID: String?
     public var toolName: String?
     public var isError: Bool?
+
+    /// The key a turn's user entry carries for the `chat.send` of `idempotencyKey`.
+    public static func userTurnKey(of idempotencyKey: String) -> String { idempotencyKey + ":user" }
 
     /// The `model` of an entry the gateway wrote itself rather than the model.
     public static let gatewayInjected = "gateway-injected"
@@ -187,7 +192,7 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
     }
 
     private enum EntryKeys: String, CodingKey {
-        case id, seq
+        case id, seq, idempotencyKey
     }
 
     private enum AbortKeys: String, CodingKey {
@@ -211,6 +216,7 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         let entry = try? container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
         entryID = try? entry?.decodeIfPresent(String.self, forKey: .id)
         entrySequence = (try? entry?.decodeIfPresent(JSONValue.self, forKey: .seq))??.intValue
+        turnKey = try? entry?.decodeIfPresent(String.self, forKey: .idempotencyKey)
         let abort = try? container.nestedContainer(keyedBy: AbortKeys.self, forKey: .openclawAbort)
         abortedRunID = try? abort?.decodeIfPresent(String.self, forKey: .runId)
     }
@@ -227,10 +233,11 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
         try container.encodeIfPresent(toolCallID, forKey: .toolCallId)
         try container.encodeIfPresent(toolName, forKey: .toolName)
         try container.encodeIfPresent(isError, forKey: .isError)
-        if entryID != nil || entrySequence != nil {
+        if entryID != nil || entrySequence != nil || turnKey != nil {
             var entry = container.nestedContainer(keyedBy: EntryKeys.self, forKey: .openclaw)
             try entry.encodeIfPresent(entryID, forKey: .id)
             try entry.encodeIfPresent(entrySequence, forKey: .seq)
+            try entry.encodeIfPresent(turnKey, forKey: .idempotencyKey)
         }
         if let abortedRunID {
             try container.encode(abortedRunID + ":assistant", forKey: .idempotencyKey)
@@ -239,19 +246,6 @@ public struct ChatTranscriptMessage: Sendable, Hashable, Codable {
             try abort.encode("rpc", forKey: .origin)
             try abort.encode(abortedRunID, forKey: .runId)
         }
-    }
-}
-
-/// The result of `chat.history`.
-public struct ChatHistoryResult: Sendable, Hashable, Codable {
-    public var sessionKey: String?
-    public var sessionId: String?
-    public var messages: [ChatTranscriptMessage]
-
-    public init(sessionKey: String?, sessionId: String?, messages: [ChatTranscriptMessage]) {
-        self.sessionKey = sessionKey
-        self.sessionId = sessionId
-        self.messages = messages
     }
 }
 

@@ -333,11 +333,30 @@ public struct OutboxSummary: Codable, Hashable, Sendable {
     public var undelivered: [String: Int]?
     /// The latest of them, with its reason in words.
     public var lastUndelivered: DeliveryUpdate?
+    /// OpenClaw: how what the gateway kept of Tether's messages was learned since protod started.
+    public var confirmations: Confirmations?
 
-    public init(pending: Int, undelivered: [String: Int]? = nil, lastUndelivered: DeliveryUpdate? = nil) {
+    /// How protod learned what the gateway kept of messages whose fate a connection left unknown.
+    public struct Confirmations: Codable, Hashable, Sendable {
+        /// The gateway answers receipts by idempotency key (today's OpenClaw).
+        public var receipts: Bool
+        /// Messages decided by the gateway's receipts, pending inputs or the keys of its turns.
+        public var byReceipt: Int
+        /// Messages decided by matching their text in the gateway's history (gateways without receipts).
+        public var byText: Int
+
+        public init(receipts: Bool, byReceipt: Int, byText: Int) {
+            self.receipts = receipts
+            self.byReceipt = byReceipt
+            self.byText = byText
+        }
+    }
+
+    public init(pending: Int, undelivered: [String: Int]? = nil, lastUndelivered: DeliveryUpdate? = nil, confirmations: Confirmations? = nil) {
         self.pending = pending
         self.undelivered = undelivered
         self.lastUndelivered = lastUndelivered
+        self.confirmations = confirmations
     }
 }
 

@@ -51,7 +51,7 @@ public struct GatewayGeneration: Sendable, Hashable, Codable {
         case .release2026_4:
             "no delivery receipts, catch-up cursors, queue modes or run status: what the gateway kept is read from its history"
         case .protocol4:
-            "steering \(steers ? "offered" : "not offered"); run status and failure kinds shown; what the gateway kept is read from its history"
+            "steering \(steers ? "offered" : "not offered"); run status and failure kinds shown; what the gateway kept is asked by key where it answers receipts (the outbox line says), else read from its history"
         }
     }
 }

@@ -11,7 +11,7 @@ import TetherWire
 @Suite(.serialized) struct RunStatusEndToEndTests {
     @Test func aRateLimitedRunShowsItsRetriesThenItsReply() async throws {
         let set = try await ComposedSet.openClaw(
-            protocols: "4", faults: #"{"rateLimitRetries": 2}"#, environment: ["TETHER_GATEWAY_MODEL_RETRY": "0.5"])
+            release: "current", protocols: "release", faults: #"{"rateLimitRetries": 2}"#, environment: ["TETHER_GATEWAY_MODEL_RETRY": "0.5"])
         defer { set.stop() }
         let bus = try set.busClient("run-status-test")
         let bot = try await BusRecorder<BotActivity>(bus: bus, topic: .botState)
@@ -24,7 +24,7 @@ import TetherWire
     }
 
     @Test func anErrorEventEndsTheReplyIncompleteInItsWordsAndSendExits3() async throws {
-        let set = try await ComposedSet.openClaw(protocols: "4", faults: #"{"modelErrorKind": "context_length"}"#)
+        let set = try await ComposedSet.openClaw(release: "2026.5", protocols: "release", faults: #"{"modelErrorKind": "context_length"}"#)
         defer { set.stop() }
         let send = try set.tether(["send", "--timeout", "30", "a", "very", "long", "story"], timeout: .seconds(40))
         #expect(send.status == 3, "exit \(send.status ?? -1): \(send.standardError)")
@@ -43,7 +43,7 @@ import TetherWire
         defer { set.stop() }
         #expect(try set.tether(["send", "hello"]).status == 0)
         let status = try set.tether(["status"]).standardOutput
-        #expect(status.contains("gateway: OpenClaw of the 2026.4 line (protocol 3), release tether-gateway-dev"), "\(status)")
+        #expect(status.contains("gateway: OpenClaw of the 2026.4 line (protocol 3), release tether-gateway-dev (OpenClaw 2026.4)"), "\(status)")
         #expect(status.contains("no delivery receipts, catch-up cursors, queue modes or run status"), "\(status)")
     }
 }

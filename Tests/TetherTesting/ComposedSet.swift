@@ -130,11 +130,16 @@ public final class ComposedSet {
         try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"strictSeed": true\#(faults)}"#].merging(environment) { $1 })
     }
 
-    /// The set in the OpenClaw dialect, against the development gateway speaking protocol
-    /// versions `protocols` with the fault switches `faults`.
-    public static func openClaw(protocols: String = "3-4", faults: String = "{}", environment: [String: String] = [:]) async throws -> ComposedSet {
+    /// The set in the OpenClaw dialect, against the development gateway behaving as OpenClaw
+    /// `release` (2026.4, 2026.5 or current), speaking protocol versions `protocols` (`release`:
+    /// the release's), with the fault switches `faults`.
+    public static func openClaw(
+        release: String = "2026.4", protocols: String = "3-4", faults: String = "{}", environment: [String: String] = [:]
+    ) async throws -> ComposedSet {
         try await ComposedSet(
-            environment: ["TETHER_DIALECT": "openclaw", "TETHER_GATEWAY_PROTOCOLS": protocols, "TETHER_GATEWAY_FAULTS": faults].merging(environment) { $1 })
+            environment: [
+                "TETHER_DIALECT": "openclaw", "TETHER_GATEWAY_OPENCLAW": release, "TETHER_GATEWAY_PROTOCOLS": protocols, "TETHER_GATEWAY_FAULTS": faults,
+            ].merging(environment) { $1 })
     }
 }
 

@@ -69,8 +69,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The dialect to speak: seed, or openclaw (protocol 3 and 4, see docs/GATEWAY.md).")
     var dialect = "seed"
 
-    @Option(help: "OpenClaw: the protocol versions to speak, as 3-4, 3 or 4.")
-    var protocols = "3-4"
+    @Option(help: "OpenClaw: the release to behave as: 2026.4 (protocol 3, nothing kept but the transcript), 2026.5 (protocol 4, run status) or current (today's: inputs kept before they are acknowledged, receipts, pending inputs); see docs/GATEWAY.md.")
+    var openclaw = OpenClawRelease.current.rawValue
+
+    @Option(help: "OpenClaw: the protocol versions to speak, as 3-4, 3 or 4; release (the default): the release's, 3 for 2026.4 and 4 after.")
+    var protocols: String?
 
     @Option(help: "OpenClaw: seconds between ticks.")
     var tickInterval: Double = 30
@@ -140,6 +143,7 @@ struct Serve: AsyncParsableCommand {
 
     /// The protocol range `--protocols` names.
     private var protocolRange: ClosedRange<Int>? {
+        guard let protocols, !protocols.isEmpty, protocols != "release" else { return nil }
         let bounds = protocols.split(separator: "-").compactMap { Int($0) }
         guard bounds.count == (protocols.contains("-") ? 2 : 1), let low = bounds.first, let high = bounds.last, low <= high else { return nil }
         return low...high
@@ -147,7 +151,12 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard ["seed", "openclaw"].contains(dialect) else { throw ValidationError("--dialect must be seed or openclaw") }
-        guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
+        guard OpenClawRelease(rawValue: openclaw) != nil else {
+            throw ValidationError("--openclaw must be one of \(OpenClawRelease.allCases.map(\.rawValue).joined(separator: ", ")), not '\(openclaw)'")
+        }
+        if let protocols, !protocols.isEmpty, protocols != "release" {
+            guard let lowest = protocolRange?.lowerBound, lowest >= 1 else { throw ValidationError("--protocols must be like 3-4, 3 or 4") }
+        }
         guard tickInterval > 0, dedupeWindow >= 0 else { throw ValidationError("--tick-interval must be positive and --dedupe-window not negative") }
         guard (4096...(1 << 30)).contains(maxPayload) else { throw ValidationError("--max-payload must be from 4096 bytes to 1 GiB") }
         guard modelRetryDelay >= 0, followUpDelay >= 0, queueCap >= 1, approvalTimeout > 0 else {
@@ -179,7 +188,7 @@ struct Serve: AsyncParsableCommand {
             tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } },
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
-                    protocols: protocolRange ?? 3...4, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
+                    release: OpenClawRelease(rawValue: openclaw) ?? .current, protocols: protocolRange, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
                     dedupeWindow: .seconds(dedupeWindow), maximumPayload: maxPayload, followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
                     modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout),
                     verboseDefault: verboseDefault) : nil)

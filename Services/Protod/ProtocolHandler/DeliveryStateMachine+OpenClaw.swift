@@ -35,6 +35,7 @@ extension DeliveryStateMachine {
     /// up before anything is written.
     mutating func openClawConnectionUp(epoch: Int, id: String, gateway: GatewayInfo, now: Date) {
         let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
+        receipts.meet(release: gateway.generation?.release)
         mainSessionKey = gateway.mainSessionKey
         chattingIn = link.sessionKey
         connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .openClaw(link))
@@ -69,7 +70,7 @@ extension DeliveryStateMachine {
             if link.history == nil { link.recovered = false } else { link.lookupAgain = true }
         }
         if !link.recovered, link.history == nil {
-            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
         }
         if let lookup = link.history {
             // An answer too large for the bus never arrives while the gateway goes on
@@ -77,7 +78,7 @@ extension DeliveryStateMachine {
             if now >= lookup.sentAt.addingTimeInterval(settings.probeAfter + settings.probeDeadline), open.heard.lastAt > lookup.sentAt {
                 let fewer = max(10, lookup.limit / 4)
                 actions.append(.diagnose(DiagnosticEvent(kind: .probeFailed, detail: "no answer to chat.history (limit \(lookup.limit)): asking for \(fewer)")))
-                write(link.historyRequest(limit: fewer, now: now), on: open.epoch, into: &actions)
+                write(link.historyRequest(limit: fewer, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
             }
         }
         open.dialect = .openClaw(link)
@@ -221,7 +222,7 @@ extension DeliveryStateMachine {
         if link.history != nil {
             link.lookupAgain = true
         } else {
-            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
         }
         open.dialect = .openClaw(link)
         connection = open
@@ -241,6 +242,10 @@ extension DeliveryStateMachine {
                 }
                 if pending[index].everWritten, pending[index].delivery.hold == nil {
                     pending[index].delivery = pending[index].delivery.holding(.accepted(at: now), now: now)
+                }
+                // Today's gateways give the turn's place once it is in the transcript: kept.
+                if result?.messageSeq != nil {
+                    acknowledged(MessageAck(messageID: MessageID(id), status: .received, serverTimestamp: now), now: now, into: &actions)
                 }
                 return
             }

@@ -27,6 +27,28 @@ extension DeliveryStateMachine {
             connection = open
             return
         }
+        receipts.learn(from: result)
+        // A gateway that showed it keeps receipts is asked them before anything is decided by texts.
+        if lookup.asked.isEmpty, let keys = keysInDoubt(link) {
+            write(link.historyRequest(limit: lookup.limit, now: now, asking: keys), on: open.epoch, into: &actions)
+            open.dialect = .openClaw(link)
+            connection = open
+            return
+        }
+        var decided: Set<String> = []
+        if !lookup.asked.isEmpty {
+            if let reading = ReceiptCheck.read(result, asked: lookup.asked) {
+                decided = applyReceipts(reading, now: now, into: &actions)
+            } else {
+                actions.append(
+                    .diagnose(
+                        DiagnosticEvent(
+                            kind: .historyChecked,
+                            detail:
+                                "the gateway answered no receipts for the \(lookup.asked.count) key(s) asked, though it showed it keeps them: its history's texts decide instead"
+                        )))
+            }
+        }
         let known = transcript.entries
         let publishedIDs = transcript.publishedGatewayIDs
         let details = transcript.details
@@ -43,12 +65,12 @@ extension DeliveryStateMachine {
                 published: { publishedIDs[$0] }, detail: { details[$0] }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
-            message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)
+            !decided.contains(message.id) && message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)
                 && merge.windowStart.map { message.firstWrittenAt < $0 } == true
         }
         if !unsure.isEmpty, lookup.limit < 1000, !link.widened {
             link.widened = true
-            write(link.historyRequest(limit: 1000, now: now), on: open.epoch, into: &actions)
+            write(link.historyRequest(limit: 1000, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
             open.dialect = .openClaw(link)
             connection = open
             return
@@ -58,7 +80,7 @@ extension DeliveryStateMachine {
         let dropped = HistoryMerge.droppedAtCap(result.messages)
         var held: [MessageID] = []
         for index in pending.indices {
-            guard let hold = pending[index].delivery.hold, let attempts = pending[index].delivery.attempts else { continue }
+            guard !decided.contains(pending[index].id), let hold = pending[index].delivery.hold, let attempts = pending[index].delivery.attempts else { continue }
             let id = pending[index].messageID
             if merge.found.contains(id) {
                 held.append(id)
@@ -73,13 +95,15 @@ extension DeliveryStateMachine {
             }
         }
         let lostAtCap = pending.filter { (message: Pending) in
-            message.delivery.hold?.isInGatewayQueue == true && !merge.found.contains(message.messageID) && dropped.contains(message.content)
+            !decided.contains(message.id) && message.delivery.hold?.isInGatewayQueue == true && !merge.found.contains(message.messageID) && dropped.contains(message.content)
         }
         settle(lostAtCap.map(\.id), as: .failed, into: &actions) { _ in
             "dropped by the gateway: its session was busy and its queue, which holds 20 messages, was full; the gateway names it only in a summary turn and never answers it"
         }
-        let unknown = pending.filter { $0.everWritten && $0.delivery.isDueForWrite }.map(\.messageID)
+        let unknown = pending.filter { !decided.contains($0.id) && $0.everWritten && $0.delivery.isDueForWrite }.map(\.messageID)
         let confirmed = unknown.filter { merge.found.contains($0) }
+        let byKey = confirmed.filter { merge.foundByKey.contains($0) }.count
+        receipts.count(byReceipt: byKey, byText: confirmed.count - byKey)
         for id in confirmed + held {
             acknowledged(MessageAck(messageID: id, status: .received, serverTimestamp: now), now: now, into: &actions)
         }
@@ -132,11 +156,18 @@ extension DeliveryStateMachine {
             }
         }
         settleBotState(now: now, into: &actions)
+        // More in doubt than one request asks: the rest are asked before anything is written.
+        if let last = lookup.asked.last, lookup.asked.count == ChatHistoryParams.maximumInputRunIds, let rest = keysInDoubt(link, after: last) {
+            write(link.historyRequest(limit: lookup.limit, now: now, asking: rest), on: open.epoch, into: &actions)
+            open.dialect = .openClaw(link)
+            connection = open
+            return
+        }
         link.recovered = true
         link.sessionIsNew = result.messages.isEmpty
         if link.lookupAgain {
             link.lookupAgain = false
-            write(link.historyRequest(limit: settings.historyLimit, now: now), on: open.epoch, into: &actions)
+            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
         }
         open.dialect = .openClaw(link)
         connection = open

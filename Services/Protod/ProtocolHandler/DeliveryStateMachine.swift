@@ -187,6 +187,8 @@ public struct DeliveryStateMachine: Sendable {
     var chattingIn: String?
     /// OpenClaw: replies being streamed, by run id.
     var runs: [String: OpenClawRun] = [:]
+    /// OpenClaw: what today's gateways say of Tether's messages by their keys.
+    var receipts = ReceiptCheck()
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
     /// gateway's follow-up turns), with when each was last heard of.
     var otherRuns: [String: Date] = [:]
@@ -392,7 +394,7 @@ public struct DeliveryStateMachine: Sendable {
         }
         saveSession(now: now, into: &actions)
         saveOpenStreams(into: &actions)
-        if let summary = tally.changedSummary(pending: pending.count) { actions.append(.retainSummary(summary)) }
+        if let summary = tally.changedSummary(pending: pending.count, receipts: receipts) { actions.append(.retainSummary(summary)) }
         // Frames first, in the order chosen: the gateway's answer is the slow part of a round
         // trip, so a frame does not wait for the journal writes and publications of its own
         // event. Those keep their order among themselves.

@@ -106,6 +106,8 @@ public struct HistoryMerge: Sendable, Equatable {
 
     /// Tether's messages the gateway has.
     public var found: Set<MessageID> = []
+    /// Those found by the key of their turn (today's gateways), not by their text.
+    public var foundByKey: Set<MessageID> = []
     /// Entries to publish: not in the transcript, or in it with other content or unfinished.
     public var entries: [TranscriptEntry] = []
     /// Replies found for Tether's messages, for certain, by the message: whole, or incomplete.
@@ -141,12 +143,25 @@ public struct HistoryMerge: Sendable, Equatable {
             return received >= sent[candidate].createdAt.addingTimeInterval(-tolerance)
         }
 
-        // Tether's messages, matched oldest first, in order, each to one entry.
+        // Today's gateways key a turn's user entry with its `chat.send` (`<key>:user`): such an
+        // entry is that message, exactly, whatever its text.
         var owners: [Int: Int] = [:]  // history index → sent index
+        let byKey = Dictionary(sent.indices.map { (ChatTranscriptMessage.userTurnKey(of: sent[$0].id.value), $0) }, uniquingKeysWith: { first, _ in first })
+        var keyed: Set<Int> = []
+        for index in users {
+            guard let key = history[index].turnKey, let candidate = byKey[key], !owners.values.contains(candidate) else { continue }
+            owners[index] = candidate
+            keyed.insert(index)
+            result.found.insert(sent[candidate].id)
+            result.foundByKey.insert(sent[candidate].id)
+        }
+        // Tether's messages, matched oldest first, in order, each to one entry.
         var nextCandidate = 0
-        for index in users where author(index) == nil {
+        for index in users where author(index) == nil && owners[index] == nil && history[index].turnKey == nil {
             let text = texts[index]
-            guard let matched = (nextCandidate..<sent.count).first(where: { same(text, sent[$0].text) && reaches(index, $0) }) else { continue }
+            guard
+                let matched = (nextCandidate..<sent.count).first(where: { !owners.values.contains($0) && same(text, sent[$0].text) && reaches(index, $0) })
+            else { continue }
             owners[index] = matched
             result.found.insert(sent[matched].id)
             nextCandidate = matched + 1
@@ -157,7 +172,8 @@ public struct HistoryMerge: Sendable, Equatable {
         for candidate in sent.indices where !owners.values.contains(candidate) {
             guard
                 let index = users.first(where: { index in
-                    owners[index] == nil && author(index) == nil && same(texts[index], sent[candidate].text) && reaches(index, candidate)
+                    owners[index] == nil && history[index].turnKey == nil && author(index) == nil && same(texts[index], sent[candidate].text)
+                        && reaches(index, candidate)
                 })
             else { continue }
             owners[index] = candidate
@@ -169,6 +185,7 @@ public struct HistoryMerge: Sendable, Equatable {
         /// that the entry could be.
         func certain(_ index: Int) -> Bool {
             guard let candidate = owners[index] else { return false }
+            if keyed.contains(index) { return true }
             let text = sent[candidate].text
             let rivalEntry = users.contains { other in
                 other != index && owners[other] == nil && author(other) == nil && same(texts[other], text) && reaches(other, candidate)

@@ -42,6 +42,8 @@ struct OpenClawLink: Sendable, Equatable {
         var id: String
         var limit: Int
         var sentAt: Date
+        /// The keys whose receipts it asks (today's gateways).
+        var asked: [String] = []
     }
 
     init(_ gateway: GatewayInfo, requested: String?, now: Date) {
@@ -120,11 +122,13 @@ struct OpenClawLink: Sendable, Equatable {
         return Data(Self.codec.request(id: "probe:\(requests)", method: "health", params: [String: String]()).utf8)
     }
 
-    mutating func historyRequest(limit: Int, now: Date) -> Data {
+    /// `chat.history` for the session, asking the receipts of `asking` (only to a gateway that showed it has them).
+    mutating func historyRequest(limit: Int, now: Date, asking: [String]? = nil) -> Data {
         requests += 1
         let id = "history:\(requests)"
-        history = HistoryLookup(id: id, limit: limit, sentAt: now)
-        return Data(Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit)).utf8)
+        history = HistoryLookup(id: id, limit: limit, sentAt: now, asked: asking ?? [])
+        return Data(
+            Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit, inputRunIds: asking)).utf8)
     }
 
     /// The id prefix of the requests for the session's settings and usage.

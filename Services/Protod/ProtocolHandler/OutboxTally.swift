@@ -15,8 +15,12 @@ struct OutboxTally: Sendable {
     }
 
     /// The summary with `pending` messages, when it differs from the one retained last.
-    mutating func changedSummary(pending: Int) -> OutboxSummary? {
-        let summary = OutboxSummary(pending: pending, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
+    mutating func changedSummary(pending: Int, receipts: ReceiptCheck = ReceiptCheck()) -> OutboxSummary? {
+        var summary = OutboxSummary(pending: pending, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
+        if receipts.support != .unknown || receipts.decidedByReceipt + receipts.decidedByText > 0 {
+            summary.confirmations = OutboxSummary.Confirmations(
+                receipts: receipts.support == .offered, byReceipt: receipts.decidedByReceipt, byText: receipts.decidedByText)
+        }
         guard summary != lastRetained else { return nil }
         lastRetained = summary
         return summary

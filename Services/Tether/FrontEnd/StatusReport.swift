@@ -131,6 +131,14 @@ public struct StatusReport: Sendable, Codable {
             let last = outbox?.lastUndelivered.map { "; the latest \($0.status.rawValue): \($0.detail ?? "no reason given")" } ?? ""
             lines.append("  left undelivered since tether-protod started: \(counts)\(last)")
         }
+        if let confirmations = outbox?.confirmations {
+            let how =
+                confirmations.receipts
+                ? "the gateway answers receipts by key" : "the gateway keeps no receipts: its history's texts are matched"
+            lines.append(
+                "  what the gateway kept, since tether-protod started: \(how); \(confirmations.byReceipt) message(s) decided by receipt or key, \(confirmations.byText) by matching texts"
+            )
+        }
         if let health {
             lines.append("health: \(health.state.rawValue)")
         }

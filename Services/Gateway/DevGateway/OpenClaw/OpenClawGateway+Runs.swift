@@ -45,14 +45,22 @@ extension OpenClawGateway {
             }
         case "chat.history":
             guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
+            if let refusal = Self.unknownFieldError(params, method: method, allowed: settings.release.historyFields) { return await reply(id, refusal, on: link) }
             guard let params = try? params?.decode(ChatHistoryParams.self) else {
                 return await reply(id, Self.invalid("invalid chat.history params"), on: link)
             }
+            if let refusal = Self.receiptQueryError(params.inputRunIds) { return await reply(id, refusal, on: link) }
             let limit = min(max(params.limit ?? 200, 1), 1000)
             let key = Self.canonical(params.sessionKey)
             let messages = (transcripts[key] ?? []).suffix(limit).map(Self.shortenedForHistory)
             // The key as the client sent it; an unknown session has no id.
-            let result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
+            var result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
+            if let additions = historyAdditions(for: params, session: key) {
+                result.inputReceipts = additions.inputReceipts
+                result.pendingInputs = additions.pendingInputs
+                result.sessionInfo = additions.sessionInfo
+                result.inFlightRun = additions.inFlightRun
+            }
             answer = (true, try? JSONValue(encoding: result), nil)
         case "chat.abort":
             guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
@@ -88,6 +96,7 @@ extension OpenClawGateway {
         directive: (answer: String, runID: String, session: String)?
     ) {
         guard link.allows("operator.write") else { return ((false, nil, Self.missingScope("operator.write")), nil, nil) }
+        if let refusal = Self.unknownFieldError(params, method: "chat.send", allowed: settings.release.sendFields) { return ((false, nil, refusal), nil, nil) }
         guard let send = try? params?.decode(ChatSendParams.self), !send.sessionKey.isEmpty, !send.idempotencyKey.isEmpty else {
             return ((false, nil, Self.invalid("invalid chat.send params: must have required properties sessionKey, message, idempotencyKey")), nil, nil)
         }
@@ -119,16 +128,26 @@ extension OpenClawGateway {
             id: key, content: send.message, connection: link.connection, keepingRepeats: true,
             images: parsed.images.isEmpty ? nil : parsed.images.map { "\($0.mimeType) \($0.bytes)" })
         let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
+        // Today's release keeps an ordinary input to an existing session before it answers.
+        let ordinary = !text.hasPrefix("/") && !text.hasPrefix("!")
         if isBusy(session) {
-            enqueue(Queued(text: parsed.message, at: Date(), senderLabel: link.senderLabel, images: parsed.images), in: session)
+            if ordinary { keepInput(key: key, text: parsed.message, session: session, behindRun: true) }
+            enqueue(Queued(key: key, text: parsed.message, at: Date(), senderLabel: link.senderLabel, images: parsed.images), in: session)
             finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
             return (started, (key, session), nil)
         }
         if let answer = directive(text, in: session) { return (started, nil, (answer, key, session)) }
         // `/new` and `/reset` start the session anew, then run: a greeting, or the text after the command.
         if Self.resetCommand(in: text) != nil { resetSession(session) }
-        start(key, message: parsed.message, sessionKey: session, senderLabel: link.senderLabel, images: parsed.images)
+        if ordinary { keepInput(key: key, text: parsed.message, session: session, behindRun: false) }
+        start(key, message: parsed.message, sessionKey: session, senderLabel: link.senderLabel, images: parsed.images, inputKey: key)
         registerToolEventRecipient(link, in: session)
+        // "Only the recorder can attest transcript placement": the turn's place, once it has one.
+        if settings.release.keepsInputs, let placed = activeRuns[key]?.userEntryID,
+            let position = transcripts[session]?.firstIndex(where: { $0.entryID == placed })
+        {
+            return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started", messageSeq: position + 1)), nil), nil, nil)
+        }
         return (started, nil, nil)
     }
 
@@ -161,18 +180,21 @@ extension OpenClawGateway {
 
     /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
     /// session's orphan after a restart in the middle of a run).
-    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = []) {
+    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = [], inputKey: String?) {
         var entry = message
         if let orphan = orphans.removeValue(forKey: sessionKey) {
             entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
         }
         var user = ChatTranscriptMessage(role: "user", text: entry, timestamp: OpenClawProtocol.milliseconds(Date()), senderLabel: senderLabel)
         if case .array(let blocks)? = user.content, !images.isEmpty { user.content = .array(blocks + Self.imageBlocks(images)) }
+        // Today's release keys the turn's user entry with its `chat.send`.
+        if settings.release.keepsInputs, let inputKey { user.turnKey = ChatTranscriptMessage.userTurnKey(of: inputKey) }
         // As the gateway: a brand-new session's first user entry appears only with its reply.
         if transcripts[sessionKey]?.contains(where: { $0.role == "assistant" }) == true {
-            activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey))
+            activeRuns[runID] = Run(sessionKey: sessionKey, userEntryID: append(user, to: sessionKey), inputKey: inputKey)
+            consumeInput(key: inputKey)
         } else {
-            activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user)
+            activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user, inputKey: inputKey)
         }
         Task {
             await self.run(runID, message: message, sessionKey: sessionKey, images: images)
@@ -195,7 +217,7 @@ extension OpenClawGateway {
         } else {
             return
         }
-        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel, images: turn.images)
+        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel, images: turn.images, inputKey: turn.key)
     }
 
     /// How the gateway's time stamps read: `Thu 2026-11-26 08:14 UTC`.

@@ -21,6 +21,7 @@ extension OpenClawGateway {
         guard let run = activeRuns[runID], let entry = run.unwrittenUserEntry else { return }
         activeRuns[runID]?.userEntryID = append(entry, to: run.sessionKey)
         activeRuns[runID]?.unwrittenUserEntry = nil
+        consumeInput(key: run.inputKey)
     }
 
     /// Adds an entry at the end of a session's transcript, with an id and place of its own

@@ -9,8 +9,10 @@ public struct OpenClawGatewaySettings: Sendable {
     /// The real gateway's frame limit (`policy.maxPayload`, 25 MiB), the default here.
     public static let openClawMaximumPayload = 26_214_400
 
-    /// The protocol versions it speaks: 3...4 by default; 3...3 is a gateway before 2026.5.12,
-    /// 4...4 one from it on (which refuses protocol-3 clients).
+    /// The release it behaves as (docs/GATEWAY.md).
+    public var release: OpenClawRelease
+    /// The protocol versions it speaks: the release's by default; 3...3 is a gateway before
+    /// 2026.5.12, 4...4 one from it on (which refuses protocol-3 clients).
     public var protocols: ClosedRange<Int>
     /// How often it sends `tick` (`policy.tickIntervalMs`).
     public var tickInterval: Duration
@@ -33,7 +35,7 @@ public struct OpenClawGatewaySettings: Sendable {
     public var verboseDefault: String
 
     public init(
-        protocols: ClosedRange<Int> = 3...4, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
+        release: OpenClawRelease = .release2026_4, protocols: ClosedRange<Int>? = nil, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
         maximumPayload: Int = openClawMaximumPayload, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
         approvalTimeout: Duration = .seconds(1800), verboseDefault: String = "off"
     ) {
@@ -42,7 +44,8 @@ public struct OpenClawGatewaySettings: Sendable {
         self.followUpDelay = followUpDelay
         self.queueCap = max(1, queueCap)
         self.modelRetryDelay = modelRetryDelay
-        self.protocols = protocols
+        self.release = release
+        self.protocols = protocols ?? release.protocols
         self.tickInterval = tickInterval
         self.stateDirectory = stateDirectory
         self.dedupeWindow = dedupeWindow
@@ -92,6 +95,9 @@ actor OpenClawGateway {
     var overflow: [String: [Queued]] = [:]
     /// Exec approvals waiting for a decision, by id. In memory only.
     var pendingApprovals: [String: PendingApproval] = [:]
+    /// Today's release: the inputs accepted and not yet placed in a transcript, by idempotency
+    /// key, kept in the state directory across restarts.
+    var keptInputs: [String: KeptInput] = [:]
 
     struct Run {
         var sessionKey: String
@@ -102,6 +108,8 @@ actor OpenClawGateway {
         var userEntryID: String?
         /// The run's user entry, in a session with no reply yet: written only with the first one.
         var unwrittenUserEntry: ChatTranscriptMessage?
+        /// The idempotency key of the input it runs (a follow-up turn's is its message's, not the run's).
+        var inputKey: String?
         /// The connections sent its tool events: those with the `tool-events` capability that
         /// sent a `chat.send` while it ran (its own, or another in its session).
         var toolEventRecipients: Set<Int> = []
@@ -111,6 +119,8 @@ actor OpenClawGateway {
     }
 
     struct Queued {
+        /// The idempotency key it was sent with.
+        var key: String?
         var text: String
         var at: Date
         var senderLabel: String?
@@ -130,6 +140,7 @@ actor OpenClawGateway {
         self.logger = logger
         self.devices = try PairedDevices(directory: settings.stateDirectory)
         if let directory = settings.stateDirectory { transcripts = Self.loadTranscripts(directory) }
+        keptInputs = settings.release.keepsInputs ? Self.loadKeptInputs(settings.stateDirectory) : [:]
         for (session, entries) in transcripts {
             guard let last = entries.last, last.role == "user", entries.contains(where: { $0.role == "assistant" }) else { continue }
             orphans[session] = (last.text, Date(timeIntervalSince1970: Double(last.timestamp ?? 0) / 1000))
@@ -299,7 +310,7 @@ actor OpenClawGateway {
         }
         let version = min(connect.maxProtocol, settings.protocols.upperBound)
         let hello = HelloOk(
-            protocol: version, server: HelloOk.Server(version: "tether-gateway-dev", connId: UUID().uuidString.lowercased()),
+            protocol: version, server: HelloOk.Server(version: settings.release.serverVersion, connId: UUID().uuidString.lowercased()),
             features: HelloOk.Features(
                 methods: Self.methods,
                 events: [
