@@ -235,11 +235,7 @@ extension DeliveryStateMachine {
             if ok, result?.status == "started" || result?.status == "in_flight", let index = pending.firstIndex(where: { $0.id == id }) {
                 // The gateway has it: a run began, or it waits in the gateway's queue (an empty
                 // `final` follows then). Delivered once its run shows.
-                if runs[id] == nil {
-                    runs[id] = OpenClawRun(
-                        inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content, session: chattingIn)
-                    setBotState(.thinking, now: now, into: &actions)
-                }
+                awaitRun(of: index, now: now, into: &actions)
                 if pending[index].everWritten, pending[index].delivery.hold == nil {
                     pending[index].delivery = pending[index].delivery.holding(.accepted(at: now), now: now)
                 }
@@ -265,6 +261,15 @@ extension DeliveryStateMachine {
         actions.append(
             .diagnose(DiagnosticEvent(kind: .deliveryFailed, messageID: MessageID(id), willRetry: false, detail: "the gateway refused it: \(reason)")))
         recordOutcome(success: false, now: now, into: &actions)
+    }
+
+    /// The gateway has a message and runs it (under its key): its reply is awaited, and the bot thinks.
+    mutating func awaitRun(of index: Int, now: Date, into actions: inout [Action]) {
+        let id = pending[index].id
+        guard runs[id] == nil else { return }
+        runs[id] = OpenClawRun(
+            inReplyTo: MessageID(id), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content, session: chattingIn)
+        setBotState(.thinking, now: now, into: &actions)
     }
 
     /// The gateway keeps the message in its busy session's queue, in memory: said in words,

@@ -44,11 +44,7 @@ extension DeliveryStateMachine {
                 tally["running", default: 0] += 1
                 // Held: never written again while the gateway runs it.
                 pending[index].delivery = .held(pending[index].delivery.hold ?? .accepted(at: now), attempts)
-                if runs[key] == nil {
-                    runs[key] = OpenClawRun(
-                        inReplyTo: MessageID(key), startedAt: now, grewAt: now, heardAt: now, messageText: pending[index].content, session: chattingIn)
-                    setBotState(.thinking, now: now, into: &actions)
-                }
+                awaitRun(of: index, now: now, into: &actions)
             case .waiting(let queued):
                 tally["waiting", default: 0] += 1
                 if queued {

@@ -8,8 +8,9 @@ public import TetherWire
 /// the gateway has, which replies answer them for certain, and which entries of the gateway's
 /// transcript are not yet in Tether's.
 ///
-/// The gateway's transcript carries no message id, idempotency key or run id on a user entry,
-/// so identity is decided here (docs/WIRE.md, "Matching history"):
+/// The 2026.4 gateway's transcript carries no message id, idempotency key or run id on a user
+/// entry (today's keys a turn's user entry `<key>:user`, and that entry is its message,
+/// exactly), so identity is decided here (docs/WIRE.md, "Matching history"):
 /// - a user entry is one of Tether's messages when its text is the message's (or the last part
 ///   of the gateway's rewrite of it after a restart), the gateway received it no earlier than
 ///   Tether made it (times corrected by the clock offset, with ``tolerance``), and its sender

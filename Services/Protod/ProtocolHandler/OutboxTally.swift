@@ -14,8 +14,8 @@ struct OutboxTally: Sendable {
         lastUndelivered = update
     }
 
-    /// The summary with `pending` messages, when it differs from the one retained last.
-    mutating func changedSummary(pending: Int, receipts: ReceiptCheck = ReceiptCheck()) -> OutboxSummary? {
+    /// The summary with `pending` messages and how `receipts` decided, when it differs from the one retained last.
+    mutating func changedSummary(pending: Int, receipts: ReceiptCheck) -> OutboxSummary? {
         var summary = OutboxSummary(pending: pending, undelivered: undelivered.isEmpty ? nil : undelivered, lastUndelivered: lastUndelivered)
         if receipts.support != .unknown || receipts.decidedByReceipt + receipts.decidedByText > 0 {
             summary.confirmations = OutboxSummary.Confirmations(
