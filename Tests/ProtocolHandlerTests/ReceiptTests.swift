@@ -144,7 +144,8 @@ import TetherWire
         let asked = Self.asked(driver, on: "c2").last ?? []
         #expect(asked == ["m1"], "m2 was never written: \(asked)")
         Self.answer(
-            &driver, on: "c2", Self.result(receipts: [InputReceipt(runId: "m1", state: "pending", cancelled: true)], inputs: Self.page([Self.item("m1", "cancelled")])))
+            &driver, on: "c2",
+            Self.result(receipts: [InputReceipt(runId: "m1", state: "pending", cancelled: true)], inputs: Self.page([Self.item("m1", "cancelled")])))
         #expect(driver.deliveries(of: "m1").last == .cancelled)
         #expect(driver.updates(of: "m1").last?.detail?.contains("will not run it") == true)
 

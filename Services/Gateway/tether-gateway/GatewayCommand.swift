@@ -69,7 +69,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The dialect to speak: seed, or openclaw (protocol 3 and 4, see docs/GATEWAY.md).")
     var dialect = "seed"
 
-    @Option(help: "OpenClaw: the release to behave as: 2026.4 (protocol 3, nothing kept but the transcript), 2026.5 (protocol 4, run status) or current (today's: inputs kept before they are acknowledged, receipts, pending inputs); see docs/GATEWAY.md.")
+    @Option(
+        help:
+            "OpenClaw: the release to behave as: 2026.4 (protocol 3, nothing kept but the transcript), 2026.5 (protocol 4, run status) or current (today's: inputs kept before they are acknowledged, receipts, pending inputs); see docs/GATEWAY.md."
+    )
     var openclaw = OpenClawRelease.current.rawValue
 
     @Option(help: "OpenClaw: the protocol versions to speak, as 3-4, 3 or 4; release (the default): the release's, 3 for 2026.4 and 4 after.")
@@ -188,7 +191,8 @@ struct Serve: AsyncParsableCommand {
             tls: tlsCert.flatMap { certificate in tlsKey.map { (certificate, $0) } },
             openClaw: dialect == "openclaw"
                 ? OpenClawGatewaySettings(
-                    release: OpenClawRelease(rawValue: openclaw) ?? .current, protocols: protocolRange, tickInterval: .seconds(tickInterval), stateDirectory: stateDir,
+                    release: OpenClawRelease(rawValue: openclaw) ?? .current, protocols: protocolRange, tickInterval: .seconds(tickInterval),
+                    stateDirectory: stateDir,
                     dedupeWindow: .seconds(dedupeWindow), maximumPayload: maxPayload, followUpDelay: .seconds(followUpDelay), queueCap: queueCap,
                     modelRetryDelay: .seconds(modelRetryDelay), approvalTimeout: .seconds(approvalTimeout),
                     verboseDefault: verboseDefault) : nil)

@@ -80,7 +80,9 @@ extension DeliveryStateMachine {
         let dropped = HistoryMerge.droppedAtCap(result.messages)
         var held: [MessageID] = []
         for index in pending.indices {
-            guard !decided.contains(pending[index].id), let hold = pending[index].delivery.hold, let attempts = pending[index].delivery.attempts else { continue }
+            guard !decided.contains(pending[index].id), let hold = pending[index].delivery.hold, let attempts = pending[index].delivery.attempts else {
+                continue
+            }
             let id = pending[index].messageID
             if merge.found.contains(id) {
                 held.append(id)
@@ -95,7 +97,8 @@ extension DeliveryStateMachine {
             }
         }
         let lostAtCap = pending.filter { (message: Pending) in
-            !decided.contains(message.id) && message.delivery.hold?.isInGatewayQueue == true && !merge.found.contains(message.messageID) && dropped.contains(message.content)
+            !decided.contains(message.id) && message.delivery.hold?.isInGatewayQueue == true && !merge.found.contains(message.messageID)
+                && dropped.contains(message.content)
         }
         settle(lostAtCap.map(\.id), as: .failed, into: &actions) { _ in
             "dropped by the gateway: its session was busy and its queue, which holds 20 messages, was full; the gateway names it only in a summary turn and never answers it"

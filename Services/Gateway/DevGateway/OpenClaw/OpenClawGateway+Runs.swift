@@ -45,7 +45,9 @@ extension OpenClawGateway {
             }
         case "chat.history":
             guard link.allows("operator.read") else { return await reply(id, Self.missingScope("operator.read"), on: link) }
-            if let refusal = Self.unknownFieldError(params, method: method, allowed: settings.release.historyFields) { return await reply(id, refusal, on: link) }
+            if let refusal = Self.unknownFieldError(params, method: method, allowed: settings.release.historyFields) {
+                return await reply(id, refusal, on: link)
+            }
             guard let params = try? params?.decode(ChatHistoryParams.self) else {
                 return await reply(id, Self.invalid("invalid chat.history params"), on: link)
             }

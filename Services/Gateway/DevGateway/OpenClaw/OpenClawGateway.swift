@@ -35,7 +35,8 @@ public struct OpenClawGatewaySettings: Sendable {
     public var verboseDefault: String
 
     public init(
-        release: OpenClawRelease = .release2026_4, protocols: ClosedRange<Int>? = nil, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil, dedupeWindow: Duration = .seconds(300),
+        release: OpenClawRelease = .release2026_4, protocols: ClosedRange<Int>? = nil, tickInterval: Duration = .seconds(30), stateDirectory: String? = nil,
+        dedupeWindow: Duration = .seconds(300),
         maximumPayload: Int = openClawMaximumPayload, followUpDelay: Duration = .seconds(1), queueCap: Int = 20, modelRetryDelay: Duration = .seconds(5),
         approvalTimeout: Duration = .seconds(1800), verboseDefault: String = "off"
     ) {
