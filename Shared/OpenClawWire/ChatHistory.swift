@@ -11,15 +11,18 @@ public struct ChatHistoryParams: Sendable, Hashable, Codable {
     public var inputRunIds: [String]?
     /// Today's gateways: the `deltaCursor` of an earlier answer; the answer is what came after it.
     public var cursor: JSONValue?
+    /// Protocol 4: the most characters of each entry's text the answer carries (1 to 500,000).
+    public var maxChars: Int?
 
     /// The most keys one request may ask receipts for.
     public static let maximumInputRunIds = 50
 
-    public init(sessionKey: String, limit: Int?, inputRunIds: [String]? = nil, cursor: JSONValue? = nil) {
+    public init(sessionKey: String, limit: Int?, inputRunIds: [String]? = nil, cursor: JSONValue? = nil, maxChars: Int? = nil) {
         self.sessionKey = sessionKey
         self.limit = limit
         self.inputRunIds = inputRunIds
         self.cursor = cursor
+        self.maxChars = maxChars
     }
 }
 
@@ -146,6 +149,9 @@ public struct ChatHistoryResult: Sendable, Hashable, Codable {
         kind = try? container.decodeIfPresent(String.self, forKey: .kind)
         if kind == "reset" {
             messages = (try? container.decodeIfPresent([ChatTranscriptMessage].self, forKey: .messages)) ?? []
+        } else if kind == "delta" {
+            // A catch-up's messages come as `session.message` payloads: the entry is their `message`.
+            messages = try container.decode([SessionMessageEnvelope].self, forKey: .messages).map(\.message)
         } else {
             messages = try container.decode([ChatTranscriptMessage].self, forKey: .messages)
         }
@@ -156,7 +162,50 @@ public struct ChatHistoryResult: Sendable, Hashable, Codable {
         inFlightRun = try? container.decodeIfPresent(InFlightRun.self, forKey: .inFlightRun)
     }
 
+    /// A `reset` is exactly `{"kind":"reset"}`; a catch-up's messages go as `session.message` payloads.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(kind, forKey: .kind)
+        if isReset { return }
+        if isDelta {
+            try container.encode(
+                messages.map { SessionMessageEnvelope(sessionKey: sessionKey, message: $0, messageId: $0.entryID, messageSeq: $0.entrySequence) },
+                forKey: .messages)
+        } else {
+            try container.encodeIfPresent(sessionKey, forKey: .sessionKey)
+            try container.encodeIfPresent(sessionId, forKey: .sessionId)
+            try container.encode(messages, forKey: .messages)
+        }
+        try container.encodeIfPresent(deltaCursor, forKey: .deltaCursor)
+        try container.encodeIfPresent(inputReceipts, forKey: .inputReceipts)
+        try container.encodeIfPresent(pendingInputs, forKey: .pendingInputs)
+        try container.encodeIfPresent(sessionInfo, forKey: .sessionInfo)
+        try container.encodeIfPresent(inFlightRun, forKey: .inFlightRun)
+    }
+
+    /// A catch-up (`kind: "delta"`): its messages are what came after the cursor, no more.
+    public var isDelta: Bool { kind == "delta" }
+
+    /// The gateway could not give what came after the cursor (more than 200 events, 1 MB, or a
+    /// transcript rewritten since): a page is fetched instead.
+    public var isReset: Bool { kind == "reset" }
+
     /// Whether the answer shows a gateway that keeps accepted inputs and answers their
     /// receipts: it pages its pending inputs (older protocol-4 gateways do not).
     public var showsReceipts: Bool { inputReceipts != nil || pendingInputs != nil }
+}
+
+/// One transcript entry as a `session.message` event carries it, as a catch-up lists them.
+public struct SessionMessageEnvelope: Sendable, Hashable, Codable {
+    public var sessionKey: String?
+    public var message: ChatTranscriptMessage
+    public var messageId: String?
+    public var messageSeq: Int?
+
+    public init(sessionKey: String?, message: ChatTranscriptMessage, messageId: String? = nil, messageSeq: Int? = nil) {
+        self.sessionKey = sessionKey
+        self.message = message
+        self.messageId = messageId
+        self.messageSeq = messageSeq
+    }
 }

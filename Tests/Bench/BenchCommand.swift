@@ -11,7 +11,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tether-bench",
         abstract: "Measures Tether against baselines measured in the same run and prints one table.",
-        subcommands: [Measure.self, FrontEnd.self, BusProbe.self], defaultSubcommand: Measure.self)
+        subcommands: [Measure.self, FrontEnd.self, CatchUpMeasure.self, BusProbe.self], defaultSubcommand: Measure.self)
 }
 
 /// Every measurement, printed as one table.
@@ -49,6 +49,9 @@ struct Measure: AsyncParsableCommand {
     @Option(parsing: .upToNextOption, help: "Lengths in bytes of the replies whose bytes on the bus are measured.")
     var replyBytes = [1_000, 100_000, 900_000]
 
+    @Option(help: "Exchanges before the reconnect whose history traffic is measured.")
+    var exchanges = 500
+
     @OptionGroup var frontEnd: FrontEndOptions
 
     func run() async throws {
@@ -58,6 +61,7 @@ struct Measure: AsyncParsableCommand {
                 transcriptEntries: transcriptEntries, frontEnds: frontEnds, idleSeconds: idleSeconds, preset: preset, replyBytes: replyBytes))
         var table = try await bench.run()
         try await FrontEndBench(settings: frontEnd.settings(idleSeconds: idleSeconds)).measure(into: &table)
+        try await CatchUpBench(exchanges: exchanges).measure(into: &table)
         print(table.markdown)
         if table.rows.contains(where: { $0.met == false }) {
             FileHandle.standardError.write(Data("bench: some figures miss their targets (marked \"missed\")\n".utf8))

@@ -27,6 +27,8 @@ extension DeliveryStateMachine {
             for message in pending {
                 if let quiet = gatewayHoldEnds(message, link) { deadlines.append(quiet) }
             }
+            // Only while quiet: a run under way ends with a new due time, and a past one would spin.
+            if link.history == nil, isQuiet(link), let renewal = catchUp.renewalDue(link.sessionKey) { deadlines.append(renewal) }
         }
         return deadlines
     }
@@ -36,6 +38,7 @@ extension DeliveryStateMachine {
     mutating func openClawConnectionUp(epoch: Int, id: String, gateway: GatewayInfo, now: Date) {
         let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
         receipts.meet(release: gateway.generation?.release)
+        catchUp.meet(release: gateway.generation?.release)
         mainSessionKey = gateway.mainSessionKey
         chattingIn = link.sessionKey
         connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .openClaw(link))
@@ -70,7 +73,7 @@ extension DeliveryStateMachine {
             if link.history == nil { link.recovered = false } else { link.lookupAgain = true }
         }
         if !link.recovered, link.history == nil {
-            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
+            write(recoveryLookup(&link, now: now), on: open.epoch, into: &actions)
         }
         if let lookup = link.history {
             // An answer too large for the bus never arrives while the gateway goes on
@@ -96,6 +99,7 @@ extension DeliveryStateMachine {
         }
         guard link.recovered else { return }
         checkRuns(now: now, into: &actions)
+        renewCursorIfDue(now: now, into: &actions)
         // Queued before this gateway's limit was known, and never written: it cannot be.
         let tooLarge = pending.filter { !$0.everWritten && !link.fits($0.content) }.map(\.id)
         let limit = link.maximumPayload ?? 0
@@ -222,7 +226,7 @@ extension DeliveryStateMachine {
         if link.history != nil {
             link.lookupAgain = true
         } else {
-            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
+            write(recoveryLookup(&link, now: now), on: open.epoch, into: &actions)
         }
         open.dialect = .openClaw(link)
         connection = open

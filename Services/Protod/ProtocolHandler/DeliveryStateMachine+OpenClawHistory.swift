@@ -12,6 +12,11 @@ extension DeliveryStateMachine {
     mutating func historyAnswered(_ result: ChatHistoryResult?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
         guard var open = connection, case .openClaw(var link) = open.dialect, let lookup = link.history else { return }
         link.history = nil
+        if caughtUp(result, error: error, lookup: lookup, link: &link, epoch: open.epoch, now: now, into: &actions) {
+            open.dialect = .openClaw(link)
+            connection = open
+            return
+        }
         guard let result else {
             // Without history nothing can be confirmed: what is unknown is written again with
             // its key, which a gateway that still remembers the key drops.
@@ -30,7 +35,7 @@ extension DeliveryStateMachine {
         receipts.learn(from: result)
         // A gateway that showed it keeps receipts is asked them before anything is decided by texts.
         if lookup.asked.isEmpty, let keys = keysInDoubt(link) {
-            write(link.historyRequest(limit: lookup.limit, now: now, asking: keys), on: open.epoch, into: &actions)
+            write(link.historyRequest(limit: lookup.limit, now: now, asking: keys, cursor: lookup.cursor), on: open.epoch, into: &actions)
             open.dialect = .openClaw(link)
             connection = open
             return
@@ -54,7 +59,8 @@ extension DeliveryStateMachine {
         let details = transcript.details
         let awaited = Set(pending.map(\.messageID))
         let merge = HistoryMerge.merge(
-            result.messages, limit: lookup.limit,
+            // A catch-up is the whole of what came after its cursor: it is cut at no limit.
+            result.messages, limit: result.isDelta ? .max : lookup.limit,
             context: HistoryMerge.Context(
                 // Only this session's: the same text sent in another is not in this history.
                 sent: transcript.sent.filter { sent in (sent.session.map { $0 == link.sessionKey } ?? true) && !pending.contains { $0.messageID == sent.id } }
@@ -142,7 +148,9 @@ extension DeliveryStateMachine {
             } else if let started = link.gatewayStartedAt, run.startedAt < started {
                 // A session's first message is stored only with its first reply: a gateway that
                 // restarted before that has neither it nor its key. Written again, same key.
-                if let owner = run.inReplyTo, !merge.found.contains(owner), let sent = transcript.sent.last(where: { $0.id == owner }),
+                // (Today's gateway stores every input before it answers: never so there.)
+                if receipts.support != .offered, let owner = run.inReplyTo, !merge.found.contains(owner),
+                    let sent = transcript.sent.last(where: { $0.id == owner }),
                     sent.session.map({ $0 == link.sessionKey }) ?? true, merge.windowStart.map({ $0 <= sent.createdAt }) ?? true,
                     // Written again only when no entry of the window can be it: a copy is worse than a wait.
                     !result.messages.contains(where: { entry in
@@ -161,16 +169,18 @@ extension DeliveryStateMachine {
         settleBotState(now: now, into: &actions)
         // More in doubt than one request asks: the rest are asked before anything is written.
         if let last = lookup.asked.last, lookup.asked.count == ChatHistoryParams.maximumInputRunIds, let rest = keysInDoubt(link, after: last) {
-            write(link.historyRequest(limit: lookup.limit, now: now, asking: rest), on: open.epoch, into: &actions)
+            let cursor = lookup.cursor.flatMap { _ in catchUp.cursor(for: link.sessionKey) }
+            write(link.historyRequest(limit: lookup.limit, now: now, asking: rest, cursor: cursor), on: open.epoch, into: &actions)
             open.dialect = .openClaw(link)
             connection = open
             return
         }
         link.recovered = true
-        link.sessionIsNew = result.messages.isEmpty
+        // A catch-up's gap may be empty in a session with entries before its cursor.
+        link.sessionIsNew = !result.isDelta && result.messages.isEmpty
         if link.lookupAgain {
             link.lookupAgain = false
-            write(link.historyRequest(limit: settings.historyLimit, now: now, asking: keysInDoubt(link)), on: open.epoch, into: &actions)
+            write(recoveryLookup(&link, now: now), on: open.epoch, into: &actions)
         }
         open.dialect = .openClaw(link)
         connection = open

@@ -11,6 +11,7 @@ extension DeliveryStateMachine {
         // Another session's events are not this conversation's.
         if let key = event.sessionKey, !link.names(key) { return }
         heardInSession(now: now)
+        if event.state != .delta && event.state != .status { catchUp.runEnded(in: link.sessionKey, now: now) }
         // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
         let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || transcript.entries[MessageID(event.runId)] != nil
         guard ours else {

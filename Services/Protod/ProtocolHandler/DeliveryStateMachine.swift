@@ -189,6 +189,8 @@ public struct DeliveryStateMachine: Sendable {
     var runs: [String: OpenClawRun] = [:]
     /// OpenClaw: what today's gateways say of Tether's messages by their keys.
     var receipts = ReceiptCheck()
+    /// OpenClaw: where today's gateway marked the end of what protod has of each session.
+    var catchUp = CatchUp()
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
     /// gateway's follow-up turns), with when each was last heard of.
     var otherRuns: [String: Date] = [:]

@@ -44,6 +44,10 @@ struct OpenClawLink: Sendable, Equatable {
         var sentAt: Date
         /// The keys whose receipts it asks (today's gateways).
         var asked: [String] = []
+        /// The cursor it sent (today's gateways): its answer is what came after it, or `reset`.
+        var cursor: JSONValue?
+        /// It only renews the cursor (one entry, cut to one character): nothing is decided by it.
+        var renewal = false
     }
 
     init(_ gateway: GatewayInfo, requested: String?, now: Date) {
@@ -122,13 +126,24 @@ struct OpenClawLink: Sendable, Equatable {
         return Data(Self.codec.request(id: "probe:\(requests)", method: "health", params: [String: String]()).utf8)
     }
 
-    /// `chat.history` for the session, asking the receipts of `asking` (only to a gateway that showed it has them).
-    mutating func historyRequest(limit: Int, now: Date, asking: [String]? = nil) -> Data {
+    /// `chat.history` for the session, asking the receipts of `asking` (only to a gateway that
+    /// showed it has them); with `cursor`, what came after it instead of the last `limit` entries.
+    mutating func historyRequest(limit: Int, now: Date, asking: [String]? = nil, cursor: JSONValue? = nil) -> Data {
         requests += 1
         let id = "history:\(requests)"
-        history = HistoryLookup(id: id, limit: limit, sentAt: now, asked: asking ?? [])
+        history = HistoryLookup(id: id, limit: limit, sentAt: now, asked: asking ?? [], cursor: cursor)
+        let params = ChatHistoryParams(sessionKey: sessionKey, limit: cursor == nil ? limit : nil, inputRunIds: asking, cursor: cursor)
+        return Data(Self.codec.request(id: id, method: "chat.history", params: params).utf8)
+    }
+
+    /// `chat.history` for one entry cut to one character: its answer is small, and its
+    /// `deltaCursor` marks the transcript's end.
+    mutating func cursorRenewalRequest(now: Date) -> Data {
+        requests += 1
+        let id = "history:\(requests)"
+        history = HistoryLookup(id: id, limit: 1, sentAt: now, renewal: true)
         return Data(
-            Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: limit, inputRunIds: asking)).utf8)
+            Self.codec.request(id: id, method: "chat.history", params: ChatHistoryParams(sessionKey: sessionKey, limit: 1, maxChars: 1)).utf8)
     }
 
     /// The id prefix of the requests for the session's settings and usage.

@@ -48,22 +48,7 @@ extension OpenClawGateway {
             if let refusal = Self.unknownFieldError(params, method: method, allowed: settings.release.historyFields) {
                 return await reply(id, refusal, on: link)
             }
-            guard let params = try? params?.decode(ChatHistoryParams.self) else {
-                return await reply(id, Self.invalid("invalid chat.history params"), on: link)
-            }
-            if let refusal = Self.receiptQueryError(params.inputRunIds) { return await reply(id, refusal, on: link) }
-            let limit = min(max(params.limit ?? 200, 1), 1000)
-            let key = Self.canonical(params.sessionKey)
-            let messages = (transcripts[key] ?? []).suffix(limit).map(Self.shortenedForHistory)
-            // The key as the client sent it; an unknown session has no id.
-            var result = ChatHistoryResult(sessionKey: params.sessionKey, sessionId: transcripts[key] == nil ? nil : sessionID(key), messages: messages)
-            if let additions = historyAdditions(for: params, session: key) {
-                result.inputReceipts = additions.inputReceipts
-                result.pendingInputs = additions.pendingInputs
-                result.sessionInfo = additions.sessionInfo
-                result.inFlightRun = additions.inFlightRun
-            }
-            answer = (true, try? JSONValue(encoding: result), nil)
+            answer = history(params)
         case "chat.abort":
             guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
             guard let params = try? params?.decode(ChatAbortParams.self) else { return await reply(id, Self.invalid("invalid chat.abort params"), on: link) }

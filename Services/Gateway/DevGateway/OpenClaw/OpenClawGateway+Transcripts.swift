@@ -77,16 +77,16 @@ extension OpenClawGateway {
     /// An entry as `chat.history` returns it: a longer text cut at ``historyTextLimit`` and
     /// marked, as the gateway does. The gateway can cut an emoji's surrogate pair in two and
     /// send the first half alone; this one cuts before the pair.
-    static func shortenedForHistory(_ message: ChatTranscriptMessage) -> ChatTranscriptMessage {
+    static func shortenedForHistory(_ message: ChatTranscriptMessage, limit: Int = historyTextLimit) -> ChatTranscriptMessage {
         let text = message.text
         // As the gateway: tool calls and tool results are never cut.
-        guard text.utf16.count > historyTextLimit, message.role != "toolResult", message.toolCalls.isEmpty else { return message }
+        guard text.utf16.count > limit, message.role != "toolResult", message.toolCalls.isEmpty else { return message }
         var shortened = message
         var kept = String.UnicodeScalarView()
         var units = 0
         for scalar in text.unicodeScalars {
             units += UTF16.width(scalar)
-            guard units <= historyTextLimit else { break }
+            guard units <= limit else { break }
             kept.append(scalar)
         }
         shortened.content = .array([.object(["type": .string("text"), "text": .string(String(kept) + "\n...(truncated)...")])])

@@ -24,6 +24,9 @@ public enum OpenClawRelease: String, CaseIterable, Sendable {
     /// It keeps accepted inputs (`session_pending_inputs`) and answers receipts for them.
     public var keepsInputs: Bool { self == .current }
 
+    /// Its history pages end with a `deltaCursor`, and it answers what came after one.
+    public var givesCursors: Bool { self == .current }
+
     /// It sends `status` chat events and `errorKind` (protocol 4 releases).
     public var saysRunStatus: Bool { self != .release2026_4 }
 
