@@ -284,6 +284,25 @@ import TetherSchema
         #expect(machine.state == .failed(.retriesExhausted))
     }
 
+    @Test func aGatewayThatSaidItRestartsIsTriedAgainWhenItSaidItWouldBeBack() {
+        var machine = Machine(policy: .aggressive, random: { 0 })
+        _ = machine.handle(.start)
+        _ = machine.handle(.connectionSucceeded)
+        let restart = machine.handle(.connectionLost(ConnectionProblem(.restarting(expectedIn: .milliseconds(1500)), "restarting")))
+        #expect(restart.actions == [.scheduleRetry(after: .milliseconds(1500), attempt: 1)], "not at once, when the port is still closed")
+        #expect(machine.state == .reconnecting(attempt: 1, inFlight: false))
+        _ = machine.handle(.retryTimerFired)
+        // Not back yet: the backoff goes on from there, as after any lost connection.
+        #expect(machine.handle(.connectionFailed(Self.unreachable)).actions == [.scheduleRetry(after: .seconds(1), attempt: 2)])
+        var long = Machine(policy: .aggressive, random: { 0 })
+        _ = long.handle(.start)
+        _ = long.handle(.connectionSucceeded)
+        #expect(
+            long.handle(.connectionLost(ConnectionProblem(.restarting(expectedIn: .seconds(600)), "restarting"))).actions == [
+                .scheduleRetry(after: .seconds(60), attempt: 1)
+            ], "a minute at most")
+    }
+
     @Test func epochCountsConnections() {
         var machine = Machine(policy: Self.policy, random: { 0 })
         _ = machine.handle(.start)

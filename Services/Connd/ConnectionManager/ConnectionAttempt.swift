@@ -29,6 +29,9 @@ struct ConnectionAttempt: Sendable {
     var withDeviceTokenOnly = false
     /// The OpenClaw handshake; nil for a seed gateway.
     var handshake: OpenClawHandshake?
+    /// OpenClaw: the gateway said it is going away (a `shutdown` event): why, and how long
+    /// it expects its restart to take.
+    var shutdownNotice: (reason: String?, restartExpected: Duration?)?
 
     init(id: Int) {
         self.id = id
@@ -72,6 +75,20 @@ extension ConnectionProblem {
     }
 
     /// How a connection that was open ended, when no liveness check declared it dead.
+    /// The connection ended after the gateway said it restarts (`shutdown`), or with 1012
+    /// "service restart": the first try again waits for the time it gave.
+    static func restarting(reason: String?, expected: Duration?) -> ConnectionProblem {
+        let why = reason.map { "the gateway is restarting (\($0))" } ?? "the gateway is restarting"
+        let when = expected.map { ": it expects to be back in \(ConnectionProblem.words($0)), and is tried again then" } ?? ": it is tried again shortly"
+        return ConnectionProblem(.restarting(expectedIn: expected), why + when)
+    }
+
+    /// A duration as the status line says it: "1.5 s", "2 s".
+    static func words(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\((seconds * 10).rounded() / 10) s"
+    }
+
     static func connectionEnded(closeFrame: GatewayCloseFrame?) -> ConnectionProblem {
         // The gateway's own close comes with a close frame. Without one, the gateway went away.
         guard let closeFrame else { return ConnectionProblem(.unreachable, "lost the connection to the gateway: it went away") }

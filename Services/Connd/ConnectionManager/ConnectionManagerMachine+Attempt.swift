@@ -61,6 +61,10 @@ extension ConnectionManagerMachine {
         case (.handshaking, .ended(let closeFrame)):
             return handshakeEnded(refusal: nil, closeFrame: closeFrame, now: now)
         case (.open(let epoch, _), .text(let text, _)):
+            if let notice = Self.shutdownNotice(text) {
+                attempt.shutdownNotice = notice
+                current = attempt
+            }
             return [.publishInbound(epoch: epoch, text: text)]
         case (.open(let epoch, var monitor), .pinged(let answered)):
             let checked = monitor.pinged(previousAnswered: answered)
@@ -73,7 +77,15 @@ extension ConnectionManagerMachine {
             current = attempt
             return linkActions(checked, now: now)
         case (.open, .ended(let closeFrame)):
-            return attemptEnded(attempt, opened: true, .connectionEnded(closeFrame: closeFrame), token: attempt.token, now: now)
+            let problem: ConnectionProblem =
+                if let notice = attempt.shutdownNotice {
+                    .restarting(reason: notice.reason, expected: notice.restartExpected)
+                } else if closeFrame?.isServiceRestart == true {
+                    .restarting(reason: closeFrame?.reason, expected: nil)
+                } else {
+                    .connectionEnded(closeFrame: closeFrame)
+                }
+            return attemptEnded(attempt, opened: true, problem, token: attempt.token, now: now)
         case (_, .failed(let error)):
             return attemptEnded(attempt, opened: attempt.isOpen, .attemptFailed(error, url: settings.url), token: attempt.token, now: now)
         default:
@@ -215,5 +227,12 @@ extension ConnectionManagerMachine {
         if knockUntil == nil { knockUntil = now + .seconds(60) }
         let words: Action = .log(.warning, opened ? "connection lost" : "connection attempt failed", ["connection.error": problem.detail])
         return [.end(attempt: attempt.id), words] + decide(opened ? .connectionLost(problem) : .connectionFailed(problem), now: now).actions
+    }
+
+    /// A `shutdown` event's reason and restart time; nil for any other frame. Looked for
+    /// cheaply first: every frame of the connection passes here.
+    static func shutdownNotice(_ text: String) -> (reason: String?, restartExpected: Duration?)? {
+        guard text.contains("\"shutdown\""), case .event("shutdown", let payload, _)? = try? OpenClawCodec().decode(text) else { return nil }
+        return (payload?["reason"]?.stringValue, payload?["restartExpectedMs"]?.intValue.map { .milliseconds($0) })
     }
 }

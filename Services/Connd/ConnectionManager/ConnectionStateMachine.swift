@@ -17,6 +17,8 @@ public struct ConnectionProblem: Equatable, Sendable {
         case refused(ConnectionFailure)
         /// The gateway is starting and asks to be tried again after this long.
         case unavailable(retryAfter: Duration)
+        /// OpenClaw: the gateway said it restarts, and about how long that takes.
+        case restarting(expectedIn: Duration?)
     }
 
     public var kind: Kind
@@ -190,6 +192,11 @@ public struct ConnectionStateMachine: Sendable {
                 state = .waitingForNetwork
                 return .to()
             }
+            if case .restarting(let expected?) = problem.kind {
+                // Tried once the gateway said it would be back (a minute at most), not before.
+                state = .reconnecting(attempt: 1, inFlight: false)
+                return .to(.scheduleRetry(after: min(max(expected, .milliseconds(100)), .seconds(60)), attempt: 1))
+            }
             return scheduleRetry(attempt: 1, reconnecting: true)
 
         case (.connecting(let attempt, false), .retryTimerFired):
@@ -276,7 +283,7 @@ public struct ConnectionStateMachine: Sendable {
             }
             state = reconnecting ? .reconnecting(attempt: attempt + 1, inFlight: false) : .connecting(attempt: attempt + 1, inFlight: false)
             return .to(.scheduleRetry(after: max(retryAfter, .milliseconds(100)), attempt: attempt + 1))
-        case .unreachable:
+        case .unreachable, .restarting:
             guard networkAvailable else {
                 state = .waitingForNetwork
                 return .to()

@@ -35,6 +35,9 @@ struct GatewaySocketError: Error, CustomStringConvertible, Equatable {
 struct GatewayCloseFrame: Sendable, Equatable {
     var code: WebSocketErrorCode
     var reason: String?
+
+    /// 1012 "service restart": the gateway is restarting.
+    var isServiceRestart: Bool { code == WebSocketErrorCode(codeNumber: 1012) }
 }
 
 /// A WebSocket client connection to the gateway, on SwiftNIO.

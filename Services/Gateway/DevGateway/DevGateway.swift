@@ -84,6 +84,13 @@ public enum DevGateway {
             guard authorized(request.headers) else { return Self.unauthorized() }
             return Self.json(try JSONEncoder.gateway.encode(await record.all()))
         }
+        router.post("/admin/restart") { request, _ -> Response in
+            guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
+            guard let openClaw else { return Response(status: .notFound) }
+            // As `openclaw gateway restart`: answered at once, the restart follows.
+            Task { await openClaw.restart() }
+            return Response(status: .accepted)
+        }
         router.get("/admin/faults") { request, _ -> Response in
             guard Self.isAuthorized(request.headers, token: token) else { return Self.unauthorized() }
             return Self.json(try JSONEncoder.gateway.encode(faults.current))

@@ -60,6 +60,8 @@ extension DeliveryStateMachine {
     /// (a pong or any frame), unless the gateway drops repeats: a connection that is as
     /// silent as the last one would only add a copy the gateway may read later.
     mutating func writeDue(on open: Connection, now: Date, into actions: inout [Action]) {
+        // The gateway asked for a pause (`UNAVAILABLE`, `retryAfterMs`): the outbox waits it out.
+        guard availability.allowsWrites(now: now) else { return }
         if !open.heard.verified, resumeSupport != .resumes, pending.contains(where: { $0.everWritten && $0.delivery.isDueForWrite }) {
             return startProbe(now: now, force: true, into: &actions)
         }

@@ -39,6 +39,7 @@ extension DeliveryStateMachine {
         let link = OpenClawLink(gateway, requested: dueSessionRequest, now: now)
         receipts.meet(release: gateway.generation?.release)
         catchUp.meet(release: gateway.generation?.release)
+        availability.available()
         mainSessionKey = gateway.mainSessionKey
         chattingIn = link.sessionKey
         connection = Connection(epoch: epoch, id: id, openedAt: now, dialect: .openClaw(link))
@@ -235,6 +236,10 @@ extension DeliveryStateMachine {
     /// The answer to a `chat.send`: `started`, `in_flight` and a cached answer all say the gateway has it.
     private mutating func sendAnswered(_ id: String, ok: Bool, payload: JSONValue?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
         let result = try? payload?.decode(ChatSendResult.self)
+        if ok { availability.available() }
+        if !ok, let error, error.code == "UNAVAILABLE", result?.status != "error", let index = pending.firstIndex(where: { $0.id == id }) {
+            return notTaken(index, error, now: now, into: &actions)
+        }
         if ok || error?.code == "UNAVAILABLE" && result?.status == "error" {
             if ok, result?.status == "started" || result?.status == "in_flight", let index = pending.firstIndex(where: { $0.id == id }) {
                 // The gateway has it: a run began, or it waits in the gateway's queue (an empty

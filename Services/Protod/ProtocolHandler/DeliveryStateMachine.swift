@@ -191,6 +191,8 @@ public struct DeliveryStateMachine: Sendable {
     var receipts = ReceiptCheck()
     /// OpenClaw: where today's gateway marked the end of what protod has of each session.
     var catchUp = CatchUp()
+    /// OpenClaw: whether the gateway takes messages now, as its `UNAVAILABLE` answers say.
+    var availability = GatewayAvailability()
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the
     /// gateway's follow-up turns), with when each was last heard of.
     var otherRuns: [String: Date] = [:]
@@ -260,6 +262,7 @@ public struct DeliveryStateMachine: Sendable {
         // What the open connection is waiting for.
         if let open = decidable { deadlines += open.dialect.rules.deadlines(of: self, on: open) }
         if let expiry = approvals.nextExpiry { deadlines.append(expiry) }
+        if let paused = availability.pausedUntil { deadlines.append(paused) }
         return deadlines.min()
     }
 
@@ -380,7 +383,7 @@ public struct DeliveryStateMachine: Sendable {
             pending[index].attachments = images
             pending[index].imagesToRead = false
         case .tick:
-            break
+            availability.passTime(now: now)
         }
         approvals(.tick, now: now, into: &actions)
         expire(now: now, into: &actions)

@@ -76,6 +76,8 @@ actor OpenClawGateway {
     private let startedAt = Date()
 
     var links: [Int: OpenClawClientConnection] = [:]
+    /// A restart is draining: work is refused `UNAVAILABLE` until the process ends.
+    var restarting = false
     /// The device the last admission paired, if it paired one.
     private var newlyPaired: String?
     /// A protocol-3-only gateway numbers every broadcast once, for all connections.
@@ -182,6 +184,10 @@ actor OpenClawGateway {
         }
         guard case .request(let id, let method, let params) = frame else {
             if !link.isConnected { try? await link.close(.policyViolation, reason: "invalid request frame") }
+            return
+        }
+        if restarting, !link.isConnected || method == "chat.send" {
+            try? await link.write(codec.encode(.response(id: id, ok: false, payload: nil, error: Self.restartRefusal(method))))
             return
         }
         guard link.isConnected else { return await connect(id: id, method: method, params: params, on: link) }
