@@ -64,10 +64,10 @@ public struct ChatSendResult: Sendable, Hashable, Codable {
     public var aborted: Bool?
     /// Today's gateways: the user turn's place in the transcript, given only once it is placed there.
     public var messageSeq: Int?
-    /// Today's gateways, with `queueMode: "interrupt"`: the run the message stopped.
-    public var interruptedActiveRun: String?
+    /// Today's gateways, with `queueMode: "interrupt"`: true when the message stopped the run in progress.
+    public var interruptedActiveRun: Bool?
 
-    public init(runId: String?, status: String?, summary: String? = nil, aborted: Bool? = nil, messageSeq: Int? = nil, interruptedActiveRun: String? = nil) {
+    public init(runId: String?, status: String?, summary: String? = nil, aborted: Bool? = nil, messageSeq: Int? = nil, interruptedActiveRun: Bool? = nil) {
         self.runId = runId
         self.status = status
         self.summary = summary
@@ -269,12 +269,15 @@ public struct SessionsListResult: Sendable, Hashable, Codable {
         /// The context window.
         public var contextTokens: Int?
         public var estimatedCostUsd: Double?
+        /// Today's gateways: what became of the last message sent while a run was in progress.
+        public var lastBusyMessageOutcome: BusyMessageOutcome?
 
         public init(
             key: String, displayName: String?, updatedAt: Int?, sessionId: String? = nil, thinkingLevel: String? = nil, modelProvider: String? = nil,
             model: String? = nil, inputTokens: Int? = nil, outputTokens: Int? = nil, totalTokens: Int? = nil, totalTokensFresh: Bool? = nil,
-            contextTokens: Int? = nil, estimatedCostUsd: Double? = nil
+            contextTokens: Int? = nil, estimatedCostUsd: Double? = nil, lastBusyMessageOutcome: BusyMessageOutcome? = nil
         ) {
+            self.lastBusyMessageOutcome = lastBusyMessageOutcome
             self.key = key
             self.displayName = displayName
             self.updatedAt = updatedAt
@@ -445,4 +448,29 @@ public enum ToolCallText {
         case .array, .object: (try? String(decoding: JSONEncoder().encode(value), as: UTF8.self)) ?? ""
         }
     }
+}
+
+/// What today's gateway did with the last message a session received while a run was in
+/// progress (`lastBusyMessageOutcome` of a `sessions.list` row). Kept in the gateway's memory,
+/// the last one of each session: a hint, not a receipt.
+public struct BusyMessageOutcome: Sendable, Hashable, Codable {
+    /// `active_run_steer_accepted`, `active_run_steer_rejected`, `followup_enqueued`,
+    /// `collect_enqueued`, `interrupt_started` or `dropped`.
+    public var kind: String
+    public var label: String?
+    public var recordedAtMs: Double?
+    /// `inbound`, `slash_steer` or `talk`.
+    public var source: String?
+    public var reason: String?
+
+    public init(kind: String, label: String? = nil, recordedAtMs: Double? = nil, source: String? = nil, reason: String? = nil) {
+        self.kind = kind
+        self.label = label
+        self.recordedAtMs = recordedAtMs
+        self.source = source
+        self.reason = reason
+    }
+
+    /// The gateway gave it to the run in progress.
+    public var steered: Bool { kind == "active_run_steer_accepted" }
 }

@@ -208,13 +208,18 @@ public struct DeliveryUpdate: Codable, Hashable, Sendable {
     public var unclaimedReply: MessageID?
     /// The conversation revision tether-protod gave this change; nil from a publisher that keeps no journal.
     public var revision: Int?
+    /// Steered into the reply in progress: the message whose reply answers this one too.
+    public var answeredWith: MessageID?
 
-    public init(id: MessageID, status: DeliveryStatus, detail: String? = nil, unclaimedReply: MessageID? = nil, revision: Int? = nil) {
+    public init(
+        id: MessageID, status: DeliveryStatus, detail: String? = nil, unclaimedReply: MessageID? = nil, revision: Int? = nil, answeredWith: MessageID? = nil
+    ) {
         self.id = id
         self.status = status
         self.detail = detail
         self.unclaimedReply = unclaimedReply
         self.revision = revision
+        self.answeredWith = answeredWith
     }
 }
 

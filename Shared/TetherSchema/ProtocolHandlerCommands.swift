@@ -5,6 +5,17 @@ public import TetherWire
 // the outbox and the gateway's sessions.
 
 /// Send a chat message. The reply comes once the message is committed to the outbox.
+/// What a message does when a reply is in progress in its session (today's OpenClaw gateways:
+/// `chat.send`'s `queueMode`).
+public enum WhileBusy: String, Codable, Sendable, CaseIterable {
+    /// Joins the reply in progress: the gateway gives it to the run under way, whose reply
+    /// answers both (`queueMode: "steer"`).
+    case steer
+    /// Stops the reply in progress, which ends incomplete, and is answered instead
+    /// (`queueMode: "interrupt"`).
+    case interrupt
+}
+
 public enum SendMessageCommand: BusCommand {
     public static let method = "send"
     public static let endpoint = Endpoints.protocolHandler
@@ -23,10 +34,13 @@ public enum SendMessageCommand: BusCommand {
         public var retry: RetryPolicy?
         /// Images sent with the message (OpenClaw only); see ``ImageAttachments`` for what is taken.
         public var attachments: [Attachment]?
+        /// What it does if a reply is in progress when it goes out (OpenClaw gateways that offer
+        /// it); absent: it waits, and gets a reply of its own once that one ends.
+        public var whileBusy: WhileBusy?
 
         public init(
             id: MessageID, content: String, strategy: DeliveryStrategy? = nil, kind: String? = nil, fallback: DeliveryStrategy? = nil,
-            retry: RetryPolicy? = nil, attachments: [Attachment]? = nil
+            retry: RetryPolicy? = nil, attachments: [Attachment]? = nil, whileBusy: WhileBusy? = nil
         ) {
             self.id = id
             self.content = content
@@ -35,6 +49,7 @@ public enum SendMessageCommand: BusCommand {
             self.fallback = fallback
             self.retry = retry
             self.attachments = attachments
+            self.whileBusy = whileBusy
         }
     }
 

@@ -18,6 +18,8 @@ public enum LocalCommand: Sendable, Equatable {
     case restartSession(String)
     /// Find the stored messages holding these words (snapd's ``SearchCommand``).
     case search(String)
+    /// Send this text to steer or interrupt the reply in progress (``WhileBusy``).
+    case sendWhileBusy(WhileBusy, String)
 }
 
 /// What a typed line is for a front end.
@@ -96,6 +98,18 @@ public struct SlashCommands: Sendable {
             ["search"], .words("WORDS"), "the stored messages holding every word, newest first, whatever the gateway; choose one to see it in its conversation"
         ) { words in
             .search(words ?? "")
+        },
+        Entry(
+            ["steer"], .words("TEXT"),
+            "give TEXT to the reply in progress, which answers both (today's OpenClaw gateways; elsewhere it waits for a reply of its own)"
+        ) { text in
+            .sendWhileBusy(.steer, text ?? "")
+        },
+        Entry(
+            ["interrupt"], .words("TEXT"),
+            "stop the reply in progress and have TEXT answered instead (today's OpenClaw gateways; elsewhere it waits for a reply of its own)"
+        ) { text in
+            .sendWhileBusy(.interrupt, text ?? "")
         },
         Entry(["new"], .none, "a new session at the gateway, its history empty: sent as a message, the gateway answers") { _ in .restartSession("/new") },
         Entry(["reset"], .none, "the session anew at the gateway, its history empty: sent as a message, the gateway answers") { _ in

@@ -56,7 +56,7 @@ public enum LocalCommandRunner {
             case .search(let words):
                 let reply = try await bus.request(SearchCommand.self, .init(words: words, limit: searchLimit), timeout: .seconds(5), attempts: 2)
                 return .found(reply, words: words)
-            case .help, .status, .restartSession:
+            case .help, .status, .restartSession, .sendWhileBusy:
                 return nil
             }
         } catch {

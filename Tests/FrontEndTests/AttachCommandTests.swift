@@ -28,7 +28,7 @@ import TetherSchema
         screen.attach(ImageAttachments.attachment(named: "notes.txt", bytes: Data("words".utf8)))
         #expect(screen.render(width: 200, height: 8, at: start).rows.contains { $0.text.hasPrefix("not attached: notes.txt is not an image Tether can send") })
         #expect(screen.images.count == 1, "the refused file was not added")
-        guard case .send(let text, let images)? = type("look", into: &screen) else {
+        guard case .send(let text, let images, _)? = type("look", into: &screen) else {
             Issue.record("not sent")
             return
         }

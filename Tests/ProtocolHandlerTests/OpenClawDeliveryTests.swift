@@ -59,12 +59,15 @@ import TetherWire
 
         /// Opens an OpenClaw connection; `uptime` is how long the gateway has been running.
         /// `release`: the `server.version` it names, if any.
-        mutating func connect(_ name: String, epoch: Int, protocolVersion: Int = 4, uptime: Double = 1000, release: String? = nil, at seconds: Double? = nil) {
+        mutating func connect(
+            _ name: String, epoch: Int, protocolVersion: Int = 4, uptime: Double = 1000, release: String? = nil, methods: [String]? = nil,
+            at seconds: Double? = nil
+        ) {
             if let seconds { now = seconds }
             var gateway = GatewayInfo(
                 dialect: .openclaw, protocolVersion: protocolVersion, uptimeMilliseconds: Int(uptime * 1000), tickIntervalMilliseconds: 30000,
                 mainSessionKey: "agent:main:main", clockOffsetMilliseconds: 0)
-            gateway.generation = release.map { GatewayGeneration(protocol: protocolVersion, release: $0, methods: nil) }
+            if release != nil || methods != nil { gateway.generation = GatewayGeneration(protocol: protocolVersion, release: release, methods: methods) }
             handle(.connectionUp(epoch: epoch, id: name, gateway: gateway))
             handle(.wirePath(heard: true))
         }

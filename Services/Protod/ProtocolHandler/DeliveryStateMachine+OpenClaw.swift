@@ -189,7 +189,7 @@ extension DeliveryStateMachine {
         switch frame {
         case .response(let id, let ok, let payload, let error):
             if id.hasPrefix(OpenClawLink.settingsRequestPrefix) {
-                settingsAnswered(ok ? try? payload?.decode(SessionsListResult.self) : nil, into: &actions)
+                settingsAnswered(ok ? try? payload?.decode(SessionsListResult.self) : nil, now: now, into: &actions)
             } else if id.hasPrefix("cmd:") {
                 actions.append(.commandAnswered(id: id, ok: ok, payload: payload, error: error))
             } else if id.hasPrefix("send:") {
@@ -244,7 +244,8 @@ extension DeliveryStateMachine {
             if ok, result?.status == "started" || result?.status == "in_flight", let index = pending.firstIndex(where: { $0.id == id }) {
                 // The gateway has it: a run began, or it waits in the gateway's queue (an empty
                 // `final` follows then). Delivered once its run shows.
-                awaitRun(of: index, now: now, into: &actions)
+                if pending[index].wroteWhileBusy != .steer { awaitRun(of: index, now: now, into: &actions) }
+                wroteIntoRunAnswered(index, result, now: now, into: &actions)
                 if pending[index].everWritten, pending[index].delivery.hold == nil {
                     pending[index].delivery = pending[index].delivery.holding(.accepted(at: now), now: now)
                 }
@@ -283,7 +284,7 @@ extension DeliveryStateMachine {
 
     /// The gateway keeps the message in its busy session's queue, in memory: said in words,
     /// and the message stays in the outbox until the history shows its turn ran.
-    mutating func heldByGateway(_ index: Int, now: Date, into actions: inout [Action]) {
+    mutating func heldByGateway(_ index: Int, now: Date, into actions: inout [Action], because why: String? = nil) {
         let id = pending[index].id
         runs[id] = nil
         pending[index].delivery = pending[index].delivery.holding(.inGatewayQueue(since: now), now: now)
@@ -292,8 +293,8 @@ extension DeliveryStateMachine {
             .publishDelivery(
                 DeliveryUpdate(
                     id: pending[index].messageID, status: .accepted,
-                    detail:
-                        "accepted, waiting in the gateway's queue: its session was busy with another reply; the gateway runs it after that one, and its reply is shown then"
+                    detail: (why.map { $0 + ": " } ?? "")
+                        + "accepted, waiting in the gateway's queue: its session was busy with another reply; the gateway runs it after that one, and its reply is shown then"
                 )))
         settleBotState(now: now, into: &actions)
     }
@@ -346,7 +347,8 @@ extension DeliveryStateMachine {
             .publishDelivery(
                 DeliveryUpdate(
                     id: pending[index].messageID, status: pending[index].everWritten ? .sent : .queued,
-                    detail: "waiting for the reply in progress: it is sent when that reply ends, so that it gets a run and a reply of its own")))
+                    detail: pending[index].whileBusy.map(Self.cannotGoIntoRun)
+                        ?? "waiting for the reply in progress: it is sent when that reply ends, so that it gets a run and a reply of its own")))
     }
 
     /// Whether a failing run goes on: `in_flight` while it does; any other answer says it ended
@@ -421,9 +423,15 @@ enum OpenClawDialect: DeliveryDialect {
         // the rest waits for the reply in progress, and what a reconnect leaves unknown is
         // always one message.
         guard !machine.openClawSessionBusy(on: open, now: now) else {
+            // Asked to steer or interrupt the reply in progress: written into it, where the gateway takes that.
+            if let choice = machine.goesIntoRun(message, on: open, link: link) {
+                machine.pending[index].wroteWhileBusy = choice
+                return link.sendRequest(message, queueMode: choice)
+            }
             machine.holdBehindRun(index, into: &actions)
             return nil
         }
+        machine.pending[index].wroteWhileBusy = nil
         return link.sendRequest(message)
     }
 

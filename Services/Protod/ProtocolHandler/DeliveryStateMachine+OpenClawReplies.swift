@@ -28,7 +28,9 @@ extension DeliveryStateMachine {
         let message = MessageID(event.runId)
         var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn)
         if event.state == .final, event.message == nil, run.text.isEmpty, let index = pending.firstIndex(where: { $0.id == event.runId }) {
-            // Not a reply: the session was busy, and the gateway keeps the message in its queue.
+            // Not a reply: the gateway admitted it into the run in progress (steered), or,
+            // the session being busy, keeps it in its queue.
+            if pending[index].wroteWhileBusy == .steer { return steerAdmitted(index, now: now, into: &actions) }
             return heldByGateway(index, now: now, into: &actions)
         }
         // A run shows the gateway stored the message, as good as its acknowledgement; but in a
@@ -102,6 +104,8 @@ extension DeliveryStateMachine {
             let why: String =
                 if event.state == .error {
                     RunStatusWords.error(event)
+                } else if event.stopReason == "interrupt" || pending.contains(where: { $0.wroteWhileBusy == .interrupt && $0.id != event.runId }) {
+                    "the reply was stopped: a message sent to interrupt it is answered instead"
                 } else {
                     switch event.stopReason {
                     case "rpc"?: "the reply was stopped (chat.abort)"

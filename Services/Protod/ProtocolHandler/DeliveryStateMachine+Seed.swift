@@ -49,7 +49,9 @@ extension DeliveryStateMachine {
         }
     }
 
-    mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action]) {
+    /// `detail`, `answeredWith`: said with the delivered mark (a steered message's words and
+    /// the message whose reply answers it).
+    mutating func acknowledged(_ ack: MessageAck, now: Date, into actions: inout [Action], detail: String? = nil, answeredWith: MessageID? = nil) {
         guard let message = pending.first(where: { $0.id == ack.messageID.value }) else { return }
         if ack.status.isDelivered {
             pending.removeAll { $0.id == message.id }
@@ -57,7 +59,7 @@ extension DeliveryStateMachine {
             // not wait for the disk anyway, and a protod that dies before recording it treats
             // the message as one written but unacknowledged, as it would had it died a moment
             // before the acknowledgement came (see ``Outbox``).
-            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered)))
+            actions.append(.publishDelivery(DeliveryUpdate(id: message.messageID, status: .delivered, detail: detail, answeredWith: answeredWith)))
             actions.append(.persistDelivered(id: message.id))
             actions.append(
                 .diagnose(

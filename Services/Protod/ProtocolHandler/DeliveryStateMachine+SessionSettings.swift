@@ -36,9 +36,11 @@ extension DeliveryStateMachine {
 
     /// The gateway's `sessions.list`: the row of the session chatted in, or the gateway's
     /// defaults for a session it does not list yet. A refusal changes nothing.
-    mutating func settingsAnswered(_ result: SessionsListResult?, into actions: inout [Action]) {
+    mutating func settingsAnswered(_ result: SessionsListResult?, now: Date, into actions: inout [Action]) {
         guard let result, case .openClaw(let link)? = connection?.dialect else { return }
         learnSettings(Self.learnedSettings(of: link.sessionKey, in: result, mainSessionKey: link.mainSessionKey), into: &actions)
+        let row = result.sessions.first { OpenClawProtocol.canonicalSessionKey($0.key, mainSessionKey: link.mainSessionKey) == link.sessionKey }
+        steerVerdict(row?.lastBusyMessageOutcome, now: now, into: &actions)
     }
 
     /// The settings of `key` (canonical) as a `sessions.list` answer has them.

@@ -24,6 +24,14 @@ extension DeliveryStateMachine {
         /// Put back to be written again while its images are only in the outbox: it waits
         /// until they are read back (``Event/imagesRead(id:_:)``).
         var imagesToRead = false
+        /// OpenClaw: what it does if a reply is in progress when it goes out.
+        var whileBusy: WhileBusy?
+        /// OpenClaw: it was written into the reply in progress (`queueMode`), which it joins or stops.
+        var wroteWhileBusy: WhileBusy?
+        /// OpenClaw, steered: the message whose reply was in progress when it was written.
+        var steeringInto: MessageID?
+        /// OpenClaw, steered: the gateway admitted it; its session's row says where it went.
+        var awaitsSteerVerdict = false
 
         var messageID: MessageID { MessageID(id) }
         /// About how many bytes its frame is on the wire, images in base64 included.

@@ -431,7 +431,7 @@ public struct DeliveryStateMachine: Sendable {
         return Pending(
             id: message.id, sequence: message.sequence, content: message.content, createdAt: message.createdAt,
             strategy: DeliveryStrategy(rawValue: message.strategy) ?? .queued, kind: message.kind, retry: message.retryPolicy, session: message.session,
-            delivery: delivery, attachments: message.attachments ?? [])
+            delivery: delivery, attachments: message.attachments ?? [], whileBusy: message.whileBusy.flatMap(WhileBusy.init(rawValue:)))
     }
 
     /// Where a restarted protod resumes: after the last frame processed, but before the

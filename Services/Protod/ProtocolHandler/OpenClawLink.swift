@@ -36,6 +36,8 @@ struct OpenClawLink: Sendable, Equatable {
     var maximumPayload: Int?
     /// When an event of a run in the session chatted in (Tether's or not) was last heard.
     var sessionHeardAt: Date?
+    /// The gateway takes `queueMode` in `chat.send` (today's: it has `chat.steer`).
+    var takesQueueModes = false
     private var requests = 0
 
     struct HistoryLookup: Sendable, Equatable {
@@ -58,6 +60,7 @@ struct OpenClawLink: Sendable, Equatable {
         // The uptime is the handshake's: a protod that joins the connection later uses the start it gives.
         gatewayStartedAt = gateway.startedAt ?? gateway.uptimeMilliseconds.map { now.addingTimeInterval(-Double($0) / 1000) }
         maximumPayload = gateway.maximumPayload
+        takesQueueModes = gateway.generation?.steers == true
     }
 
     /// Chats in `key` (canonical) from now on: its history is looked up before anything is
@@ -95,15 +98,17 @@ struct OpenClawLink: Sendable, Equatable {
     /// The id of the `chat.send` request of a message; its answer is matched by it.
     static func sendRequestID(_ message: String) -> String { "send:" + message }
 
-    /// `chat.send` for a message: its id is the idempotency key, every time it is written.
-    func sendRequest(_ message: DeliveryStateMachine.Pending) -> Data {
+    /// `chat.send` for a message: its id is the idempotency key, every time it is written;
+    /// `queueMode` only into a run in progress, and only to a gateway that takes it.
+    func sendRequest(_ message: DeliveryStateMachine.Pending, queueMode: WhileBusy? = nil) -> Data {
         Data(
             Self.codec.request(
                 id: Self.sendRequestID(message.id), method: "chat.send",
                 params: ChatSendParams(
                     sessionKey: sessionKey, message: message.content, idempotencyKey: message.id,
                     attachments: message.attachments.isEmpty
-                        ? nil : message.attachments.map { ChatAttachment(mimeType: $0.mimeType, fileName: $0.name, content: $0.content) })
+                        ? nil : message.attachments.map { ChatAttachment(mimeType: $0.mimeType, fileName: $0.name, content: $0.content) },
+                    queueMode: takesQueueModes ? queueMode?.rawValue : nil)
             ).utf8)
     }
 

@@ -41,13 +41,16 @@ public struct OutboxMessage: Codable, Hashable, Sendable, FetchableRecord, Persi
     public var acceptedAt: Date?
     /// Images sent with it (stored as JSON), kept with the message until it leaves the outbox.
     public var attachments: [Attachment]?
+    /// OpenClaw: what it does if a reply is in progress when it goes out (`steer`, `interrupt`).
+    public var whileBusy: String?
 
     public init(
         id: String, sequence: Int, content: String, createdAt: Date, status: DeliveryStatus, attempts: Int, lastSentAt: Date?, sentEpoch: Int?,
         sentConnection: String?, strategy: String, kind: String?, retryAttempts: Int, retryDelayMilliseconds: Int, retryTimeoutMilliseconds: Int,
-        timeouts: Int, session: String? = nil, acceptedAt: Date? = nil, attachments: [Attachment]? = nil
+        timeouts: Int, session: String? = nil, acceptedAt: Date? = nil, attachments: [Attachment]? = nil, whileBusy: String? = nil
     ) {
         self.attachments = attachments
+        self.whileBusy = whileBusy
         self.id = id
         self.sequence = sequence
         self.content = content
@@ -163,6 +166,12 @@ public struct Outbox: Sendable {
                 table.add(column: "openStreams", .text)
             }
         }
+        migrator.registerMigration("add whileBusy") { db in
+            // What a message does if a reply is in progress when it goes out: steer, interrupt.
+            try db.alter(table: "outbox") { table in
+                table.add(column: "whileBusy", .text)
+            }
+        }
         return migrator
     }
 
@@ -170,14 +179,14 @@ public struct Outbox: Sendable {
     /// already in the outbox is not added twice).
     public func enqueue(
         id: MessageID, content: String, strategy: DeliveryStrategy = .queued, kind: String? = nil, retry: RetryPolicy = .default,
-        session: String? = nil, attachments: [Attachment]? = nil, at date: Date = Date()
+        session: String? = nil, attachments: [Attachment]? = nil, whileBusy: WhileBusy? = nil, at date: Date = Date()
     ) async throws -> (OutboxMessage, inserted: Bool) {
         let attachments = attachments?.isEmpty == true ? nil : attachments
         let message = OutboxMessage(
             id: id.value, sequence: 0, content: content, createdAt: date, status: .queued, attempts: 0, lastSentAt: nil, sentEpoch: nil,
             sentConnection: nil, strategy: strategy.rawValue, kind: kind, retryAttempts: retry.attempts,
             retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0, session: session,
-            attachments: attachments)
+            attachments: attachments, whileBusy: whileBusy?.rawValue)
         let attachmentsJSON = try attachments.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         return try await database.write { db in
             // One prepared statement, kept: the send path's commit waits for it. The sequence
@@ -185,15 +194,15 @@ public struct Outbox: Sendable {
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO outbox (id, sequence, content, createdAt, status, attempts, strategy, kind,
-                                        retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts, session, attachments)
-                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                        retryAttempts, retryDelayMilliseconds, retryTimeoutMilliseconds, timeouts, session, attachments, whileBusy)
+                    VALUES (?, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO NOTHING
                     RETURNING sequence
                     """)
             let arguments: StatementArguments = [
                 message.id, message.content, message.createdAt, message.status.rawValue, message.attempts, message.strategy, message.kind,
                 message.retryAttempts, message.retryDelayMilliseconds, message.retryTimeoutMilliseconds, message.timeouts, message.session,
-                attachmentsJSON,
+                attachmentsJSON, message.whileBusy,
             ]
             guard let sequence = try Int.fetchOne(insert, arguments: arguments) else {
                 guard let existing = try OutboxMessage.fetchOne(db, key: message.id) else {

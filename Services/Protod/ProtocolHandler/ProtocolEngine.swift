@@ -106,7 +106,7 @@ actor ProtocolEngine {
                 do {
                     enqueued = try await outbox.enqueue(
                         id: request.id, content: request.content, strategy: strategy, kind: request.kind, retry: request.retry ?? settings.defaultRetry,
-                        session: context.machine.chosenSession, attachments: request.attachments)
+                        session: context.machine.chosenSession, attachments: request.attachments, whileBusy: request.whileBusy)
                     storage.wrote()
                 } catch {
                     guard let words = storage.fullDiskWords(for: error) else { throw error }

@@ -17,7 +17,7 @@ public enum Key: Sendable, Equatable {
 /// What the terminal UI must do for a key.
 public enum ChatAction: Sendable, Equatable {
     /// Send the text, with the images attached to it (`/attach`).
-    case send(String, images: [Attachment])
+    case send(String, images: [Attachment], whileBusy: WhileBusy? = nil)
     /// Read the image at this path and attach it to the next message (`/attach PATH`).
     case attach(String)
     case reconnect
@@ -409,6 +409,9 @@ public struct ChatScreen: Sendable {
         case .local(.restartSession(let text)):
             report("\(text) sent: the gateway starts the session anew, its history empty, and answers in the conversation")
             return .send(text, images: [])
+        case .local(.sendWhileBusy(let choice, let text)):
+            defer { images = [] }
+            return .send(text, images: images, whileBusy: choice)
         case .local(let command): return .local(command)
         }
     }

@@ -35,11 +35,14 @@ public enum SendOutcome: Sendable, Equatable {
     /// Refused at send time (the outbox full, a message the gateway cannot take), in words:
     /// nothing was queued.
     case refused(String)
+    /// Steered into the reply in progress, which answers it too: that reply once whole (nil
+    /// when it was not Tether's), and protod's words.
+    case steered(TranscriptEntry?, words: String)
 
     /// The exit code `tether send` ends with.
     public var exitCode: TetherExitCode {
         switch self {
-        case .replied: .success
+        case .replied, .steered: .success
         case .deliveredWithoutReply, .replyIncomplete, .replyUnclaimed: .deliveredWithoutReply
         case .notDelivered, .unconfirmed, .unanswered, .failed, .lost: .notDone
         case .refused: .refused
@@ -226,6 +229,12 @@ struct SendTracker: Sendable {
     var detail: String?
     /// The reply to it as far as it came, while it streams.
     var partial: StreamProgress?
+    /// Steered into the reply in progress: the message whose reply answers it, and protod's words.
+    var steered: (into: MessageID?, words: String)?
+    /// Replies that ended while it was watched (a few): the one it is steered into may be among them.
+    var endedReplies: [MessageID: TranscriptEntry] = [:]
+    /// The message whose reply is this one's: its own, or the one it was steered into.
+    var replyOf: MessageID { steered?.into ?? id }
 
     init(id: MessageID, initial: DeliveryStatus) {
         self.id = id
@@ -246,14 +255,25 @@ struct SendTracker: Sendable {
             }
             if update.status == .lost { return .lost(update.detail ?? "the outbox that held it was damaged") }
             if update.unclaimedReply != nil { return .replyUnclaimed(update.detail ?? "the reply cannot be attached to it for certain") }
+            if update.status == .delivered, let into = update.answeredWith {
+                let words = update.detail ?? "steered into the reply in progress"
+                steered = (into, words)
+                // That reply may have ended before protod said where this message went.
+                if let whole = endedReplies[into] { return .steered(whole, words: words) }
+            } else if update.status == .delivered, update.detail?.hasPrefix("steered into") == true {
+                // Into another client's reply: none of Tether's to print.
+                return .steered(nil, words: update.detail ?? "steered into the reply in progress")
+            }
         case .conversationStream:
-            guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == id else { return nil }
+            guard let progress = try? message.decode(StreamProgress.self), progress.inReplyTo == replyOf else { return nil }
             partial = progress.following(partial) ?? partial
         case .conversationMessage:
-            guard let entry = try? message.decode(TranscriptEntry.self), entry.inReplyTo == id else { return nil }
+            guard let entry = try? message.decode(TranscriptEntry.self), let answered = entry.inReplyTo else { return nil }
+            if entry.status == .received, endedReplies.count < 8 { endedReplies[answered] = entry }
+            guard answered == replyOf else { return nil }
             // A reply implies the message was delivered, even if its acknowledgement event was missed.
             switch entry.status {
-            case .received: return .replied(entry)
+            case .received: return steered.map { .steered(entry, words: $0.words) } ?? .replied(entry)
             case .incomplete: return .replyIncomplete(entry)
             default: return nil
             }

@@ -65,6 +65,8 @@ public struct PlainSession: Sendable {
                 case .local(.restartSession(let message)):
                     Self.say(Self.restartWords(message))
                     await Self.send(message, bus: bus, sent: sent)
+                case .local(.sendWhileBusy(let choice, let message)):
+                    await Self.send(message, whileBusy: choice, bus: bus, sent: sent)
                 case .local(let command):
                     if let outcome = await LocalCommandRunner.run(command, bus: bus) { Self.sayAll(Self.lines(for: outcome)) }
                 }
@@ -82,10 +84,10 @@ public struct PlainSession: Sendable {
     }
 
     /// Sends a typed line as a message, and says when it is not sent or not confirmed.
-    private static func send(_ text: String, bus: any Bus, sent: SentMessages) async {
+    private static func send(_ text: String, whileBusy: WhileBusy? = nil, bus: any Bus, sent: SentMessages) async {
         let id = MessageID.random()
         do {
-            _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text))
+            _ = try await bus.request(SendMessageCommand.self, .init(id: id, content: text, whileBusy: whileBusy))
             await sent.add(id)
         } catch let error as BusError where error.wentUnanswered {
             say("Not confirmed: " + Conversation.unansweredSend + ".")

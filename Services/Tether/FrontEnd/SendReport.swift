@@ -61,6 +61,9 @@ public struct SendReport: Sendable, Equatable {
             notes.append("lost with a damaged outbox: \(words)")
         case .refused(let reason):
             notes.append("refused, nothing was queued: \(reason)")
+        case .steered(let entry, let words):
+            reply = entry?.content
+            notes.append(words)
         }
     }
 

@@ -80,9 +80,10 @@ public final class TerminalSession: Sendable {
     /// Does what the terminal asked; false once the session is over.
     private func perform(_ event: TerminalEvent) async -> Bool {
         switch event {
-        case .action(.send(let text, let images), _):
+        case .action(.send(let text, let images, let whileBusy), _):
             do {
-                let reply = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: text, attachments: images.isEmpty ? nil : images))
+                let reply = try await bus.request(
+                    SendMessageCommand.self, .init(id: .random(), content: text, attachments: images.isEmpty ? nil : images, whileBusy: whileBusy))
                 if reply.status == .failed { report("not sent: the message was refused") }
             } catch  where error.wentUnanswered {
                 report("not confirmed: " + Conversation.unansweredSend)

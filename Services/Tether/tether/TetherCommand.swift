@@ -162,6 +162,12 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Seconds to wait for a connection before sending; fails with exit code 1 if none comes.")
     var wait: Double?
 
+    @Flag(
+        help: ArgumentHelp(
+            "If a reply is in progress: --steer gives the message to it (that reply answers both), --interrupt stops it and this message is answered instead; by default the message waits and gets a reply of its own. Today's OpenClaw gateways only: others are told, and the message waits."
+        ))
+    var whileBusy: WhileBusy?
+
     func validate() throws {
         // The shell hands over bytes: ones that are not UTF-8 are refused, not rewritten.
         guard Self.argumentsAreUTF8 else {
@@ -203,7 +209,8 @@ struct Send: AsyncParsableCommand {
         let outcome: SendOutcome
         let conversation = Conversation(bus: bus)
         let request = SendMessageCommand.Request(
-            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry, attachments: images.isEmpty ? nil : images)
+            id: .random(), content: "", strategy: strategy, kind: kind, fallback: fallback, retry: retry, attachments: images.isEmpty ? nil : images,
+            whileBusy: whileBusy)
         // A front end while it runs: a connection suspended because none was attached resumes.
         let presence = PresenceAnnouncer(bus: bus, frontEnd: "tether send", attention: .unattended)
         let announcing = Task { await presence.run() }
@@ -291,6 +298,7 @@ struct Status: AsyncParsableCommand {
 }
 
 extension DeliveryStrategy: ArgumentParser.ExpressibleByArgument {}
+extension WhileBusy: ArgumentParser.EnumerableFlag {}
 
 struct Web: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -18,6 +18,8 @@ enum PageMessage {
         var decision: String?
         /// With `send`: the images sent with the message.
         var attachments: [Attachment]?
+        /// With `send`: `steer` or `interrupt`, what it does if a reply is in progress (`/steer`, `/interrupt`).
+        var whileBusy: String?
         /// With `around`: the stored message's place (a search hit's `position`); `session` is its session.
         var position: Int?
         /// With `attention`: whether the person looks at the page (visible and focused).
@@ -87,7 +89,8 @@ public struct WebBridge: Sendable {
                 return PageMessage.answer(["type": "problem", "message": "a send needs an id and content"])
             }
             do {
-                let send = SendMessageCommand.Request(id: MessageID(id), content: content, attachments: request.attachments)
+                let send = SendMessageCommand.Request(
+                    id: MessageID(id), content: content, attachments: request.attachments, whileBusy: request.whileBusy.flatMap(WhileBusy.init(rawValue:)))
                 let reply = try await bus.request(SendMessageCommand.self, send, timeout: SendMessageCommand.attemptTimeout(for: send))
                 var fields: [String: Any] = ["type": "sendResult", "id": id, "status": reply.status.rawValue]
                 if let warning = reply.warning { fields["warning"] = warning }
@@ -179,6 +182,9 @@ public struct WebBridge: Sendable {
                 "handled": false, "text": line,
                 "note": "\(line) sent: the gateway starts the session anew, its history empty, and answers in the conversation.",
             ]
+        case .sendWhileBusy(let choice, let line):
+            // Sent by the page as any message, with what it does if a reply is in progress.
+            return ["handled": false, "text": line, "whileBusy": choice.rawValue]
         default:
             break
         }

@@ -49,6 +49,9 @@ extension OpenClawGateway {
                 return await reply(id, refusal, on: link)
             }
             answer = history(params)
+        case "chat.steer" where settings.release.takesQueueModes:
+            guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
+            answer = steerQueued(params)
         case "chat.abort":
             guard link.allows("operator.write") else { return await reply(id, Self.missingScope("operator.write"), on: link) }
             guard let params = try? params?.decode(ChatAbortParams.self) else { return await reply(id, Self.invalid("invalid chat.abort params"), on: link) }
@@ -117,7 +120,13 @@ extension OpenClawGateway {
         let started = (true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started")), GatewayErrorShape?.none)
         // Today's release keeps an ordinary input to an existing session before it answers.
         let ordinary = !text.hasPrefix("/") && !text.hasPrefix("!")
-        if isBusy(session) {
+        // Into the run in progress: joined (steer), or stopped for this one (interrupt).
+        var interrupted = false
+        if settings.release.takesQueueModes, hasActiveRun(session), let mode = send.queueMode {
+            if mode == "steer", steer(key, text: parsed.message, into: session, senderLabel: link.senderLabel) { return (started, (key, session), nil) }
+            if mode == "interrupt" { interrupted = await interrupt(session, echoing: send.sessionKey) }
+        }
+        if isBusy(session), !interrupted {
             if ordinary { keepInput(key: key, text: parsed.message, session: session, behindRun: true) }
             enqueue(Queued(key: key, text: parsed.message, at: Date(), senderLabel: link.senderLabel, images: parsed.images), in: session)
             finishedRuns[key] = (ChatSendResult(runId: key, status: "ok"), true, Date())
@@ -133,7 +142,8 @@ extension OpenClawGateway {
         if settings.release.keepsInputs, let placed = activeRuns[key]?.userEntryID,
             let position = transcripts[session]?.firstIndex(where: { $0.entryID == placed })
         {
-            return ((true, try? JSONValue(encoding: ChatSendResult(runId: key, status: "started", messageSeq: position + 1)), nil), nil, nil)
+            let result = ChatSendResult(runId: key, status: "started", messageSeq: position + 1, interruptedActiveRun: interrupted ? true : nil)
+            return ((true, try? JSONValue(encoding: result), nil), nil, nil)
         }
         return (started, nil, nil)
     }
@@ -253,21 +263,28 @@ extension OpenClawGateway {
         }
         var text = ""
         var runSequence = 0
-        for piece in bot.chunks(of: reply) {
-            try? await Task.sleep(for: bot.chunkDelay)
-            guard activeRuns[runID]?.aborted == false else { return }
-            text += piece
-            runSequence += 1
-            activeRuns[runID]?.text = text
-            let cumulative = text
-            await agentEvent(runID, sessionKey: sessionKey, stream: "assistant", data: ["text": .string(cumulative), "delta": .string(piece)])
-            await broadcast(droppable: true) { version in
-                let payload = ChatEventPayload(
-                    runId: runID, sessionKey: sessionKey, seq: runSequence, state: .delta,
-                    message: ChatTranscriptMessage(role: "assistant", text: cumulative, timestamp: OpenClawProtocol.milliseconds(Date())),
-                    deltaText: version >= 4 ? piece : nil, replace: nil)
-                return ("chat", try? JSONValue(encoding: payload))
+        var planned = reply
+        // Messages steered into the run while it streamed are answered after what it was saying.
+        while true {
+            for piece in bot.chunks(of: planned) {
+                try? await Task.sleep(for: bot.chunkDelay)
+                guard activeRuns[runID]?.aborted == false else { return }
+                text += piece
+                runSequence += 1
+                activeRuns[runID]?.text = text
+                let cumulative = text
+                await agentEvent(runID, sessionKey: sessionKey, stream: "assistant", data: ["text": .string(cumulative), "delta": .string(piece)])
+                await broadcast(droppable: true) { version in
+                    let payload = ChatEventPayload(
+                        runId: runID, sessionKey: sessionKey, seq: runSequence, state: .delta,
+                        message: ChatTranscriptMessage(role: "assistant", text: cumulative, timestamp: OpenClawProtocol.milliseconds(Date())),
+                        deltaText: version >= 4 ? piece : nil, replace: nil)
+                    return ("chat", try? JSONValue(encoding: payload))
+                }
             }
+            guard let more = takeSteered(runID) else { break }
+            planned = more
+            reply += more
         }
         guard activeRuns[runID]?.aborted == false else { return }
         let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
@@ -366,7 +383,7 @@ extension OpenClawGateway {
 
     /// Aborts a run, or every run of the session; the aborted run ids. The `aborted` event
     /// echoes the session key as the client sent it.
-    private func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
+    func abort(sessionKey: String, echoing requested: String, runID: String?, reason: String) async -> [String] {
         let chosen = activeRuns.filter { $0.value.sessionKey == sessionKey && (runID == nil || $0.key == runID) }.map(\.key).sorted()
         for id in chosen {
             if activeRuns[id]?.text.isEmpty == false { writeUserEntry(of: id) }

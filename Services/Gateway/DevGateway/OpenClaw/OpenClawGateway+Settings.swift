@@ -70,7 +70,7 @@ extension OpenClawGateway {
             key: key, displayName: nil, updatedAt: transcripts[key]?.last?.timestamp, sessionId: transcripts[key] == nil ? nil : sessionID(key),
             thinkingLevel: state.thinkingLevel, modelProvider: model.provider, model: model.id, inputTokens: counted ? state.inputTokens : nil,
             outputTokens: counted ? state.outputTokens : nil, totalTokens: counted ? state.totalTokens : nil, totalTokensFresh: counted ? true : nil,
-            contextTokens: model.contextWindow)
+            contextTokens: model.contextWindow, lastBusyMessageOutcome: lastBusyOutcomes[key])
     }
 
     /// The model a session's replies are written by.

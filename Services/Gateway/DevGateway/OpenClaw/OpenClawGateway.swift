@@ -78,6 +78,8 @@ actor OpenClawGateway {
     var links: [Int: OpenClawClientConnection] = [:]
     /// A restart is draining: work is refused `UNAVAILABLE` until the process ends.
     var restarting = false
+    /// What became of each session's last message sent while a run was in progress (`sessions.list`).
+    var lastBusyOutcomes: [String: BusyMessageOutcome] = [:]
     /// The device the last admission paired, if it paired one.
     private var newlyPaired: String?
     /// A protocol-3-only gateway numbers every broadcast once, for all connections.
@@ -119,6 +121,8 @@ actor OpenClawGateway {
         /// What its tool call adds to the transcript before its reply: the assistant entry with
         /// the thinking and the `toolCall` block, and the `toolResult` entry.
         var toolEntries: [ChatTranscriptMessage] = []
+        /// Messages steered into it (`queueMode: "steer"`): its reply answers them too.
+        var steered: [String] = []
     }
 
     struct Queued {
@@ -319,7 +323,7 @@ actor OpenClawGateway {
         let hello = HelloOk(
             protocol: version, server: HelloOk.Server(version: settings.release.serverVersion, connId: UUID().uuidString.lowercased()),
             features: HelloOk.Features(
-                methods: Self.methods,
+                methods: Self.methods + (settings.release.takesQueueModes ? ["chat.steer"] : []),
                 events: [
                     "connect.challenge", "chat", "agent", "tick", "health", "presence", "shutdown", "device.pair.resolved", "exec.approval.requested",
                     "exec.approval.resolved",

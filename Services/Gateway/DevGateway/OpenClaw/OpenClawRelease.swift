@@ -24,6 +24,9 @@ public enum OpenClawRelease: String, CaseIterable, Sendable {
     /// It keeps accepted inputs (`session_pending_inputs`) and answers receipts for them.
     public var keepsInputs: Bool { self == .current }
 
+    /// It takes `chat.send`'s `queueMode` (steer, interrupt, followup, collect) and has `chat.steer`.
+    public var takesQueueModes: Bool { self == .current }
+
     /// Its history pages end with a `deltaCursor`, and it answers what came after one.
     public var givesCursors: Bool { self == .current }
 

@@ -537,7 +537,7 @@ function offerCommand(text) {
 function answered(message) {
   if (!message.handled) {
     if (message.note) notice.textContent = message.note;
-    send(message.text, []);
+    send(message.text, [], message.whileBusy);
     return;
   }
   if (message.show === "status") statusDetails.open = true;
@@ -808,16 +808,19 @@ function fail(id, words) {
 /** A waiting message as the send request carries it: its images without the page's own `bytes`. */
 function sendFields(waiting) {
   const fields = { id: waiting.id, content: waiting.content };
+  if (waiting.whileBusy) fields.whileBusy = waiting.whileBusy;
   if (waiting.attachments && waiting.attachments.length > 0) {
     fields.attachments = waiting.attachments.map((image) => ({ name: image.name, mimeType: image.mimeType, content: image.content }));
   }
   return fields;
 }
 
-function send(content, images) {
+/** Sends a message; `whileBusy` ("steer", "interrupt"): what it does if a reply is in progress (/steer, /interrupt). */
+function send(content, images, whileBusy) {
   const id = crypto.randomUUID();
   const waiting = { id, content };
   if (images.length > 0) waiting.attachments = images;
+  if (whileBusy) waiting.whileBusy = whileBusy;
   if (!setPending(pending().concat([waiting]))) {
     notice.textContent = "The browser's storage is full: this message is kept only while this page is open, until tether-web has it.";
   }
