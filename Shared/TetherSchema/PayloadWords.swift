@@ -76,3 +76,12 @@ extension Int {
         return (self < 0 ? "-" : "") + out
     }
 }
+
+extension TranscriptEntry {
+    /// The mark beside a message the user sent: its status's, or, for a message delivered with
+    /// words of its own (steered into the reply in progress), those words: `✓✓ steered into …`.
+    public var deliveryMark: String {
+        if status == .delivered, let detail { return "✓✓ " + detail }
+        return status.mark
+    }
+}

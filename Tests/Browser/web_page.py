@@ -4,7 +4,7 @@
 
 URL_WITH_TOKEN is what `tether web` prints; RUN_DIR the set's run directory (its
 compose/state.json names the programs' pids, to kill them). With `sessions` and the path of
-the tether command, only the OpenClaw checks run (a session switch, an approval, an image, a tool call, the slash commands and settings; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
+the tether command, only the OpenClaw checks run (a session switch, an approval, an image, a tool call, the slash commands and settings, /steer; a set speaking OpenClaw with TETHER_APPROVALS=on). Each check prints one line,
 `ok NAME (seconds)` or `FAILED NAME: why`, saves a screenshot on failure, and the exit
 status is the number of failures.
 """
@@ -926,6 +926,41 @@ def check_slash_commands_change_and_show_the_settings(driver):
     return f"model {model()!r}, usage {usage()!r}; the hit in its conversation: {len(lines)} lines"
 
 
+def gateway_faults(faults, method="POST"):
+    """Sets (or with DELETE clears) the development gateway's faults through its admin endpoint."""
+    with open(os.path.join(RUN, "gateway.token")) as file:
+        token = file.read().strip()
+    port = os.environ["TETHER_GATEWAY_PORT"]
+    data = faults.encode() if method == "POST" else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/admin/faults", data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status == 200, f"faults {faults}: HTTP {answer.status}"
+
+
+def check_slash_steer_goes_into_the_reply_in_progress(driver):
+    """/steer TEXT while a reply streams, on today's gateway: the message is marked with where
+    it went, and the reply in progress answers it too."""
+    driver.get(BASE)
+    live(driver)
+    words = " ".join(f"w{n}" for n in range(1, 41))
+    gateway_faults('{"frameDelayMilliseconds": 100}')
+    try:
+        send(driver, words)
+        wait(lambda: any(text.startswith("Bot: You said: w1") or ": You said: w1 " in text for _, text in conversation(driver)), 30,
+             "the long reply streaming")
+        send(driver, "/steer also this")
+        mark = wait(lambda: [text for _, text in conversation(driver) if text.startswith("You: also this") and "steered into the reply in progress" in text],
+                    60, "the steered message marked")
+        wait(lambda: any("And to what you added: You said: also this" in text for _, text in conversation(driver)), 60,
+             "the reply answering both")
+    finally:
+        gateway_faults("{}", method="DELETE")
+    replies = [text for _, text in conversation(driver) if "You said: also this" in text and not text.startswith("You:")]
+    assert len(replies) == 1, f"one reply answers both: {replies}"
+    return mark[0]
+
+
 CHECKS = [check_strangers_are_refused, check_first_frame_without_websocket, check_focus_and_icon, check_the_page_says_whether_it_is_looked_at,
           check_a_message_tether_web_cannot_read_gets_words,
           check_send_delivered_and_reply_grows,
@@ -942,7 +977,7 @@ def main():
     checks = [check_another_session_replaces_the_transcript, check_an_approval_is_answered_on_the_page,
               check_an_image_is_attached_with_the_picker_and_a_non_image_is_refused,
               check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed,
-              check_slash_commands_change_and_show_the_settings] if SESSIONS_ONLY else CHECKS
+              check_slash_commands_change_and_show_the_settings, check_slash_steer_goes_into_the_reply_in_progress] if SESSIONS_ONLY else CHECKS
     driver = browser()
     try:
         driver.get(URL)  # trades the token for the cookie

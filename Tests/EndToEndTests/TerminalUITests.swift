@@ -125,6 +125,38 @@ import TetherTesting
         try ui.press("C-c")
     }
 
+    /// `/steer TEXT` and `/interrupt TEXT` while a reply streams, on today's gateway: the steered
+    /// message is marked with where it went and the reply in progress answers it too; the
+    /// interrupting one stops that reply (said incomplete, with why) and is answered.
+    @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))
+    func slashSteerAndSlashInterruptGoIntoTheReplyInProgress() async throws {
+        let set = try await ComposedSet.openClaw(release: "current", protocols: "release", environment: ["TETHER_CHUNK_DELAY": "150"])
+        defer { set.stop() }
+        #expect(try set.tether(["send", "an existing session"]).status == 0)
+        let ui = try startUI(set, columns: 240, rows: 30)
+        _ = try await ui.waitFor("You: an existing session  ✓✓ delivered")
+
+        let first = try await WhileBusyEndToEndTests.replying(set)
+        try ui.type("/steer also this")
+        try ui.press("Enter")
+        let steered = try await ui.waitFor(
+            "You: also this  ✓✓ steered into the reply in progress: that reply answers both", "And to what you added: You said: also this",
+            timeout: .seconds(60))
+        print("terminal UI after /steer:\n\(steered)")
+        #expect(try first.waitForExit(timeout: .seconds(60)) == 0, "\(first.standardError)")
+        #expect(set.openClawTranscript().count { $0.role == "user" && $0.text == "also this" } == 1)
+
+        let second = try await WhileBusyEndToEndTests.replying(set)
+        try ui.type("/interrupt stop that")
+        try ui.press("Enter")
+        let interrupted = try await ui.waitFor(
+            "✗ incomplete: the reply was stopped: a message sent to interrupt it is answered instead", "You: stop that  ✓✓ delivered",
+            ": You said: stop that", timeout: .seconds(60))
+        print("terminal UI after /interrupt:\n\(interrupted)")
+        #expect(try second.waitForExit(timeout: .seconds(60)) == 3, "\(second.standardError)")
+        try ui.press("C-c")
+    }
+
     /// The terminal UI sleeps between keys and changes: what the bus brings, a resize and a
     /// long paste are each drawn, with no periodic redraw in between.
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))

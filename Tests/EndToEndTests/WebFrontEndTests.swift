@@ -16,7 +16,7 @@ import Glibc
     }
 
     /// Against the development gateway speaking OpenClaw: a session chosen elsewhere, an approval answered on the page, an
-    /// image attached, a tool call shown as one line with its output and thinking collapsed.
+    /// image attached, a tool call shown as one line with its output and thinking collapsed, /steer.
     @Test func thePageFollowsTheSessionChosenAndAnswersApprovals() async throws {
         try await runBrowserChecks(
             environment: ["TETHER_DIALECT": "openclaw", "TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0"], only: ["sessions", Programs.path("tether")])
@@ -45,7 +45,8 @@ import Glibc
         try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
         let started = ContinuousClock.now
         let browser = try ChildProcess(
-            "/usr/bin/env", ["python3", Self.script, url, set.run.path, shots] + only, outputDirectory: set.outputs.path, name: "browser")
+            "/usr/bin/env", ["python3", Self.script, url, set.run.path, shots] + only, environment: ["TETHER_GATEWAY_PORT": "\(set.port)"],
+            outputDirectory: set.outputs.path, name: "browser")
         let status = try browser.waitForExit(timeout: .seconds(300))
         let elapsed = started.duration(to: .now)
         print("browser checks took \(elapsed):\n\(browser.standardOutput)")

@@ -25,6 +25,15 @@ import TetherWire
         #expect(model.entries.map(\.status) == [.delivered, .delivered])
     }
 
+    @Test func aMessageSteeredIntoTheReplyInProgressIsMarkedSo() {
+        var model = TranscriptModel(snapshot: [entry("a", .accepted, revision: 1, content: "also this")], revision: 1)
+        _ = model.apply(DeliveryUpdate(id: MessageID("a"), status: .delivered, detail: "steered into the reply in progress", revision: 2))
+        let steered = model.entries[0]
+        #expect(steered.deliveryMark == "✓✓ steered into the reply in progress")
+        _ = model.apply(entry("b", .delivered, revision: 3, content: "plain"))
+        #expect(model.entries[1].deliveryMark == "✓✓ delivered")
+    }
+
     @Test func aReplyGrowsInPlaceAndKeepsWhatItAnswers() {
         var model = TranscriptModel(snapshot: [], revision: 0)
         var reply = entry("r", .incomplete, revision: 1, sender: .bot(name: "Opta"), content: "Hel")

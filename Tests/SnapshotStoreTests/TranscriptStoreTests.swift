@@ -21,6 +21,19 @@ import TetherWire
         #expect(try await store.latest(limit: 10).entries.map(\.status) == [.delivered])
     }
 
+    @Test func aMessageDeliveredWithWordsOfItsOwnKeepsThem() async throws {
+        let run = try TestRunDirectory()
+        let store = try TranscriptStore(path: run.path + "/snapd.sqlite")
+        try await store.apply(entry("a", .queued))
+        try await store.apply(DeliveryUpdate(id: MessageID("a"), status: .accepted, detail: "given to the reply in progress to steer it"))
+        #expect(try await store.latest(limit: 10).entries.first?.detail == nil, "only a delivered message's words are kept")
+        try await store.apply(DeliveryUpdate(id: MessageID("a"), status: .delivered, detail: "steered into the reply in progress"))
+        try await store.apply(entry("a", .delivered))
+        let stored = try #require(try await store.latest(limit: 10).entries.first)
+        #expect(stored.detail == "steered into the reply in progress")
+        #expect(stored.deliveryMark == "✓✓ steered into the reply in progress")
+    }
+
     @Test func eachSessionHasItsTranscriptAndEntriesNamingNoneAreInEvery() async throws {
         let run = try TestRunDirectory()
         let store = try TranscriptStore(path: run.path + "/snapd.sqlite")

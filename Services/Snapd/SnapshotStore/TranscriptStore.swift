@@ -277,10 +277,12 @@ public struct TranscriptStore: Sendable {
             try db.execute(sql: "UPDATE transcript SET revision = MAX(revision, ?) WHERE id = ?", arguments: [revision, entry.id.value])
             return
         }
+        // A delivered message's own words (steered into the reply in progress) outlast a copy without them.
+        let detail = entry.sender == .user && entry.status == .delivered ? "COALESCE(?, detail)" : "?"
         try db.execute(
             sql: """
                 UPDATE transcript SET content = ?, status = ?, inReplyTo = COALESCE(?, inReplyTo), attribution = COALESCE(?, attribution),
-                detail = ?, senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?),
+                detail = \(detail), senderName = COALESCE(?, senderName), session = COALESCE(?, session), revision = MAX(revision, ?),
                 attachments = COALESCE(?, attachments), tool = COALESCE(?, tool), thinking = COALESCE(?, thinking) WHERE id = ?
                 """,
             arguments: [
@@ -298,9 +300,11 @@ public struct TranscriptStore: Sendable {
     private static func apply(_ delivery: DeliveryUpdate, in db: Database) throws {
         guard let stored = try stored(delivery.id, in: db), stored.isOlder(than: delivery.revision) else { return }
         let status = delivery.status.rank >= stored.status.rank ? delivery.status : stored.status
+        // A message delivered with words of its own (steered into the reply in progress) keeps them.
+        let detail = status == .delivered && delivery.status == .delivered ? delivery.detail : nil
         try db.execute(
-            sql: "UPDATE transcript SET status = ?, revision = MAX(revision, ?) WHERE id = ?",
-            arguments: [status.rawValue, delivery.revision ?? 0, delivery.id.value])
+            sql: "UPDATE transcript SET status = ?, revision = MAX(revision, ?), detail = COALESCE(?, detail) WHERE id = ?",
+            arguments: [status.rawValue, delivery.revision ?? 0, detail, delivery.id.value])
     }
 
     /// An entry as stored, for deciding whether a change applies to it.

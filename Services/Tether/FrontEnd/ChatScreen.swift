@@ -699,7 +699,7 @@ public struct ChatScreen: Sendable {
         case .user:
             let content = entry.contentWithAttachments
             if let author = entry.author { return "\(author): \(content)" }
-            return "You: \(content)  \(entry.status.mark)"
+            return "You: \(content)  \(entry.deliveryMark)"
         case .bot(let name):
             return "\(name.isEmpty ? "Bot" : name): \(entry.content)"
                 + (entry.status == .incomplete ? "  ✗ incomplete" + (entry.detail.map { ": \($0)" } ?? "") : "")

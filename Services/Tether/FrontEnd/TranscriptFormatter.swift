@@ -24,7 +24,7 @@ public struct TranscriptFormatter: Sendable {
         case .user:
             let content = entry.contentWithAttachments
             if let author = entry.author { return "\(time) \(author): \(content)" }
-            return "\(time) you: \(content) [\(entry.status.rawValue)]"
+            return "\(time) you: \(content) [\(entry.status.rawValue)" + (entry.status == .delivered ? entry.detail.map { ": \($0)" } ?? "" : "") + "]"
         case .bot(let name):
             let suffix = entry.status == .incomplete ? " [incomplete" + (entry.detail.map { ": \($0)" } ?? "") + "]" : ""
             return "\(time) \(name.isEmpty ? "bot" : name): \(entry.content)\(suffix)"

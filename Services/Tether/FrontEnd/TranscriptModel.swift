@@ -59,6 +59,7 @@ public struct TranscriptModel: Sendable {
         if let revision = delivery.revision, let storedRevision = entry.revision, storedRevision >= revision { return nil }
         guard delivery.status.rank >= entry.status.rank, delivery.status != entry.status else { return nil }
         entry.status = delivery.status
+        if delivery.status == .delivered, let detail = delivery.detail { entry.detail = detail }
         entry.revision = delivery.revision ?? entry.revision
         entries[position] = entry
         return .updated(entry)

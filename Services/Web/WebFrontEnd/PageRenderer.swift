@@ -156,10 +156,10 @@ public struct PageRenderer: Sendable {
                 return
                     #"<li class="other" data-id="\#(escape(entry.id.value))"><span class="who">\#(escape(author)):</span> <span class="text">\#(escape(entry.content))</span></li>"#
             }
-            let mark = entry.status.mark
+            let mark = entry.deliveryMark
             let text = entry.contentWithAttachments
             return
-                #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(text))</span> <span class="mark">\#(mark)</span></li>"#
+                #"<li class="user" data-id="\#(escape(entry.id.value))"><span class="who">You:</span> <span class="text">\#(escape(text))</span> <span class="mark">\#(escape(mark))</span></li>"#
         case .bot(name: let name):
             let cut = entry.status == .incomplete ? #"<span class="mark bad">✗ cut off</span>"# : ""
 

@@ -364,7 +364,9 @@ function update(view, entry, streaming) {
   if (!marked) return;
   const markClass = "mark" + (["failed", "expired", "cancelled", "incomplete", "lost"].includes(status) ? " bad" : "");
   if (view.mark.className !== markClass) view.mark.className = markClass;
-  setWords(view.markWords, status === "incomplete" ? "✗ cut off" + (entry.detail ? ": " + entry.detail : "") : (MARKS[status] || status));
+  // A message delivered with words of its own (steered into the reply in progress) shows them.
+  const delivered = status === "delivered" && entry.detail ? "✓✓ " + entry.detail : null;
+  setWords(view.markWords, status === "incomplete" ? "✗ cut off" + (entry.detail ? ": " + entry.detail : "") : (delivered || MARKS[status] || status));
   const title = entry.detail && mine && status !== "delivered" ? entry.detail : "";
   if (view.mark.title !== title) view.mark.title = title;
 }
