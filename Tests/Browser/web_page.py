@@ -868,7 +868,10 @@ def check_a_tool_call_is_one_line_with_its_output_and_thinking_collapsed(driver)
     driver.get(BASE)
     live(driver)
     send(driver, "tool: read <b>README</b>.md")
-    tool = wait(lambda: driver.find_elements(By.CSS_SELECTOR, "#conversation li.tool details.output"), 30, "the tool call with its output")[0].find_element(By.XPATH, "..")
+    # The read call's item (an approval's exec call may be listed before it).
+    reads = lambda: [item for item in driver.find_elements(By.CSS_SELECTOR, "#conversation li.tool")
+                     if item.find_elements(By.CSS_SELECTOR, "details.output") and item.find_element(By.CSS_SELECTOR, ".text").text.startswith("read ")]
+    tool = wait(reads, 30, "the tool call with its output")[0]
     line = tool.find_element(By.CSS_SELECTOR, ".text").text
     assert line.startswith("read <b>README</b>.md · ok · 0.") and line.endswith(" s"), line
     assert not tool.find_elements(By.CSS_SELECTOR, "b"), "a tool's arguments were read as HTML"

@@ -1,10 +1,12 @@
 import Foundation
 import Logging
 import OpenClawWire
+import ProtocolHandler
 import Testing
 import TetherBus
 import TetherSchema
 import TetherTesting
+import TetherWire
 
 @testable import ConnectionManager
 
@@ -48,6 +50,57 @@ import TetherTesting
         // Answered again: refused in words, nothing sent.
         let again = try set.tether(["approve", approval.shortID, "deny"])
         #expect(again.status != 0 && again.standardError.contains("no approval is waiting"), "\(again.standardError)")
+    }
+
+    /// As the real gateway: the tool call is answered "Approval required" and the run ends with
+    /// no words; once approved, the gateway's own turn (`exec-approval-followup:<id>`) runs the
+    /// command and answers. That turn answers the message (tether send prints it, exit 0), its
+    /// prompt is shown as the gateway's with the command's outcome, never another client's, no
+    /// reply is said incomplete, and reloads of the history add nothing.
+    @Test func theGatewaysTurnAfterAnApprovalAnswersTheMessageAndIsNobodyElses() async throws {
+        let set = try await ComposedSet.openClaw(
+            release: "current", protocols: "release", environment: ["TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0"])
+        defer { set.stop() }
+        #expect(try set.tether(["send", "an existing session"]).status == 0)
+        let sender = try ChildProcess(
+            Programs.path("tether"), ["send", "--timeout", "60", "exec: make deploy", "--run-dir", set.run.path], outputDirectory: set.outputs.path,
+            name: "send")
+        defer { sender.stop() }
+        var pending: [PendingApproval] = []
+        #expect(
+            try await eventually(timeout: .seconds(20)) {
+                pending = try Self.approvals(set).pending
+                return !pending.isEmpty
+            }, "no approval listed")
+        let approval = try #require(pending.first)
+        // The run that asked has ended; the sender waits for the gateway's turn.
+        #expect(
+            await eventually(timeout: .seconds(10)) { set.openClawTranscript().contains { $0.role == "toolResult" && $0.text.hasPrefix("Approval required") } })
+        #expect(sender.isRunning, "tether send ended before the approval: \(sender.standardOutput) \(sender.standardError)")
+        #expect(try set.tether(["approve", approval.shortID, "allow-once"]).status == 0)
+        #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
+        #expect(sender.standardOutput == "Ran `make deploy` (allowed once): done.\n", "\(sender.standardOutput)")
+
+        for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
+        let bus = try set.busClient("follow-up-test")
+        defer { Task { await bus.close() } }
+        var entries: [TranscriptEntry] = []
+        let settled = await eventually(timeout: .seconds(15)) {
+            entries = (try? await bus.request(TranscriptCommand.self, .init(limit: 100)).entries) ?? []
+            return entries.contains { $0.author == "gateway" }
+        }
+        let lines = entries.map { "\($0.author ?? ($0.sender == .user ? "you" : "bot")) [\($0.status.rawValue)]: \($0.content)" }
+        #expect(settled, "the gateway's prompt not shown as the gateway's: \(lines)")
+        let asked = try #require(entries.first { $0.content == "exec: make deploy" })
+        let replies = entries.filter { $0.content == "Ran `make deploy` (allowed once): done." }
+        #expect(replies.count == 1 && replies.first?.inReplyTo == asked.id, "\(lines)")
+        let prompt = entries.first { $0.author == "gateway" }
+        #expect(prompt?.content.hasPrefix("the command approved earlier: Exec finished (gateway id=\(approval.id)") == true, "\(lines)")
+        #expect(!entries.contains { $0.author == HistoryMerge.anotherClient }, "\(lines)")
+        #expect(!entries.contains { $0.status == .incomplete }, "\(lines)")
+        #expect(entries.contains { $0.tool?.name == "exec" }, "the tool call's line: \(lines)")
+        let contents = entries.map(\.content)
+        #expect(Set(contents).count == contents.count, "added twice: \(lines)")
     }
 
     @Test(.enabled(if: Tmux.available, "tmux is needed to drive the terminal UI"))

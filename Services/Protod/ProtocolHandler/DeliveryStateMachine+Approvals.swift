@@ -47,7 +47,10 @@ extension DeliveryStateMachine {
     mutating func receiveApprovals(_ frame: OpenClawFrame, now: Date, into actions: inout [Action]) -> Bool {
         switch frame {
         case .event(name: "exec.approval.requested", let payload?, _), .event(name: "plugin.approval.requested", let payload?, _):
-            if let record = try? payload.decode(ApprovalRecord.self) { approvals(.requested(record), now: now, into: &actions) }
+            if let record = try? payload.decode(ApprovalRecord.self) {
+                tieToRunInProgress(record)
+                approvals(.requested(record), now: now, into: &actions)
+            }
         case .event(name: "exec.approval.resolved", let payload?, _), .event(name: "plugin.approval.resolved", let payload?, _):
             if let resolved = try? payload.decode(ApprovalResolvedPayload.self) { approvals(.resolved(resolved), now: now, into: &actions) }
         case .response(id: let id, ok: true, let payload?, _) where id.hasPrefix("approvals:"):
@@ -59,6 +62,15 @@ extension DeliveryStateMachine {
             return false
         }
         return true
+    }
+
+    /// An approval asked for in the session while a run of Tether's goes on there was asked by
+    /// that run: the gateway's follow-up turn after it answers the run's message.
+    private mutating func tieToRunInProgress(_ record: ApprovalRecord) {
+        guard case .openClaw(let link)? = connection?.dialect, record.request.sessionKey.map(link.names) ?? true,
+            let message = runInProgress(link)
+        else { return }
+        followUps.tie(record.id, to: message)
     }
 
     /// The gateway's clock minus protod's, in milliseconds, as the open connection measured it.

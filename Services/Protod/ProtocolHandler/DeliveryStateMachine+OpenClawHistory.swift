@@ -68,7 +68,7 @@ extension DeliveryStateMachine {
                         HistoryMerge.Sent(id: $0.messageID, text: $0.content, createdAt: $0.firstWrittenAt, attachments: $0.attachments)
                     },
                 clockOffset: link.clockOffset, botName: bot.name, ownLabel: OpenClawProtocol.ownSenderLabel, known: { known[$0] },
-                published: { publishedIDs[$0] }, detail: { details[$0] }))
+                published: { publishedIDs[$0] }, detail: { details[$0] }, followUpOwner: { [followUps] in followUps.owner(of: $0) }))
         // A message the window may not reach is looked up in a larger one, once.
         let unsure = pending.filter { message in
             !decided.contains(message.id) && message.everWritten && sessionOf(message) == link.sessionKey && !merge.found.contains(message.messageID)

@@ -13,7 +13,10 @@ extension DeliveryStateMachine {
         heardInSession(now: now)
         if event.state != .delta && event.state != .status { catchUp.runEnded(in: link.sessionKey, now: now) }
         // A run is Tether's when its id is a message Tether sent: open, pending, or in the transcript.
-        let ours = runs[event.runId] != nil || pending.contains { $0.id == event.runId } || transcript.entries[MessageID(event.runId)] != nil
+        // The gateway's turn after an approval answers the message whose run asked for it.
+        let followUp = ApprovalFollowUps.approval(ofRun: event.runId)
+        let ours =
+            followUp != nil || runs[event.runId] != nil || pending.contains { $0.id == event.runId } || transcript.entries[MessageID(event.runId)] != nil
         guard ours else {
             // A run another client started (or the gateway's follow-up turn): Tether's messages
             // wait while it goes on; its messages come from the history, once it ended.
@@ -25,8 +28,17 @@ extension DeliveryStateMachine {
             }
             return
         }
-        let message = MessageID(event.runId)
-        var run = runs[event.runId] ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn)
+        let message =
+            followUp.map { followUps.owner(forFollowUpOf: $0, now: now, window: settings.replyStallDeadline) } ?? MessageID(event.runId)
+        if followUp != nil { otherRuns[event.runId] = nil }
+        var run =
+            runs[event.runId]
+            ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn, followUpOf: followUp)
+        if event.state == .final, event.message == nil, run.text.isEmpty, let message, followUps.asked(by: message) || run.calledExec {
+            // The run asked for an approval and said nothing more: the gateway's turn after the
+            // decision is its reply.
+            return awaitFollowUp(of: message, run: event.runId, now: now, into: &actions)
+        }
         if event.state == .final, event.message == nil, run.text.isEmpty, let index = pending.firstIndex(where: { $0.id == event.runId }) {
             // Not a reply: the gateway admitted it into the run in progress (steered), or,
             // the session being busy, keeps it in its queue.
@@ -35,7 +47,7 @@ extension DeliveryStateMachine {
         }
         // A run shows the gateway stored the message, as good as its acknowledgement; but in a
         // new session only its end does.
-        if pending.contains(where: { $0.id == event.runId }) {
+        if let message, pending.contains(where: { $0.id == event.runId }) {
             if event.state == .delta || event.state == .status {
                 acknowledgedByRun(event.runId, now: now, into: &actions)
             } else {
@@ -45,7 +57,7 @@ extension DeliveryStateMachine {
         if event.state != .delta && event.state != .status { endedInSession() }
         run.heardAt = now
         run.failure = nil
-        let replyID = HistoryMerge.replyID(of: message)
+        guard let replyID = run.replyID else { return }
         switch event.state {
         case .delta:
             let before = run.text
@@ -84,7 +96,7 @@ extension DeliveryStateMachine {
             publishRun(event.runId, isFinal: true, now: now, into: &actions)
             runs[event.runId] = nil
             // The tools' output (unless verbose is full) and the model's thinking are in the history only.
-            if run.calledTools { lookUpHistory(now: now, into: &actions) }
+            if run.calledTools || followUp != nil { lookUpHistory(now: now, into: &actions) }
             actions.append(
                 .publishEntry(
                     TranscriptEntry(
@@ -116,6 +128,18 @@ extension DeliveryStateMachine {
                 }
             end(event.runId, as: .incomplete, why: why, now: now, into: &actions)
         }
+    }
+
+    /// A run that asked for an approval ended with no words: it shows the gateway kept the
+    /// message, whose reply is the gateway's turn once the approval is decided.
+    mutating func awaitFollowUp(of message: MessageID, run runID: String, now: Date, into actions: inout [Action]) {
+        runs[runID] = nil
+        if pending.contains(where: { $0.id == runID }) {
+            acknowledged(MessageAck(messageID: message, status: .received, serverTimestamp: now), now: now, into: &actions)
+        }
+        endedInSession()
+        if !followUps.asked(by: message) { followUps.awaitUntied(message, at: now) }
+        settleBotState(now: now, into: &actions)
     }
 
     /// A run of a message under way: it shows the gateway keeps the message, but for a new
@@ -189,6 +213,7 @@ extension DeliveryStateMachine {
         if isPending { acknowledgedByRun(event.runId, now: now, into: &actions) }
         run.heardAt = now
         if event.stream == "tool" { run.calledTools = true }
+        if event.stream == "tool", event.data?["name"]?.stringValue == "exec" { run.calledExec = true }
         if phase == "error" {
             let error = event.data?["error"]?.stringValue ?? "no reason given"
             run.failure = error

@@ -42,7 +42,7 @@ extension DeliveryStateMachine {
             let detail =
                 result?.interruptedActiveRun == true
                 ? "interrupting the reply in progress: the gateway stopped it, and answers this message instead"
-                : "the reply in progress had ended: this message is answered on its own"
+                : "interrupting: the gateway did not say it stopped a reply in progress (one may have ended first); this message is answered on its own"
             actions.append(.publishDelivery(DeliveryUpdate(id: id, status: .accepted, detail: detail)))
         case .steer:
             pending[index].steeringInto = runInProgress(link)

@@ -191,6 +191,8 @@ public struct DeliveryStateMachine: Sendable {
     var receipts = ReceiptCheck()
     /// OpenClaw: where today's gateway marked the end of what protod has of each session.
     var catchUp = CatchUp()
+    /// Which message's run asked for which exec approval: the gateway's follow-up turn answers it.
+    var followUps = ApprovalFollowUps()
     /// OpenClaw: whether the gateway takes messages now, as its `UNAVAILABLE` answers say.
     var availability = GatewayAvailability()
     /// OpenClaw: runs in the session chatted in that are not Tether's (another client's, or the

@@ -85,13 +85,17 @@ public struct HistoryMerge: Sendable, Equatable {
         public var published: (String) -> MessageID?
         /// The tool call and thinking the transcript holds for an id, nil when it has neither.
         public var detail: (MessageID) -> KnownDetail?
+        /// The message whose run asked for an exec approval, by its id, when known.
+        public var followUpOwner: (String) -> MessageID?
 
         public init(
             sent: [Sent], clockOffset: TimeInterval, botName: String, ownLabel: String? = nil,
             known: @escaping (MessageID) -> (content: String, status: DeliveryStatus)? = { _ in nil },
-            published: @escaping (String) -> MessageID? = { _ in nil }, detail: @escaping (MessageID) -> KnownDetail? = { _ in nil }
+            published: @escaping (String) -> MessageID? = { _ in nil }, detail: @escaping (MessageID) -> KnownDetail? = { _ in nil },
+            followUpOwner: @escaping (String) -> MessageID? = { _ in nil }
         ) {
             self.detail = detail
+            self.followUpOwner = followUpOwner
             self.sent = sent
             self.clockOffset = clockOffset
             self.botName = botName
@@ -260,11 +264,13 @@ public struct HistoryMerge: Sendable, Equatable {
         // and an entry without one that is none of Tether's messages is another client's too.
         for index in users where owners[index] == nil {
             let message = history[index]
-            let sender = author(index) ?? (message.senderLabel == nil ? anotherClient : nil)
+            // The gateway's own prompt after an approval is the gateway's, with the command's outcome.
+            let prompt = ApprovalFollowUps.isPrompt(message.text)
+            let sender = prompt ? ApprovalFollowUps.author : author(index) ?? (message.senderLabel == nil ? anotherClient : nil)
             publish(
                 TranscriptEntry(
-                    id: identity(of: index), sender: .user, content: texts[index] ?? message.text, timestamp: time(message), status: .delivered,
-                    author: sender, gatewayID: gatewayID(message)),
+                    id: identity(of: index), sender: .user, content: prompt ? ApprovalFollowUps.words(ofPrompt: message.text) : texts[index] ?? message.text,
+                    timestamp: time(message), status: .delivered, author: sender, gatewayID: gatewayID(message)),
                 at: index)
         }
 
@@ -299,7 +305,10 @@ public struct HistoryMerge: Sendable, Equatable {
                 var entry = botEntry(index, status: stopped ? .incomplete : .received)
                 let ownReply = owner.map { last ? replyID(of: $0) : MessageID($0.value + ":reply-\(position + 1)") }
                 let earlier = context.published(gatewayID(message))
-                if let owner, let ownReply, claimed, earlier == nil || earlier == ownReply {
+                if owner == nil, last, let approval = ApprovalFollowUps.approval(inPrompt: history[turn].text) {
+                    // The gateway's turn after an approval: its reply, as published live, answers the message that asked.
+                    (entry.id, entry.inReplyTo, entry.attribution) = (ApprovalFollowUps.replyID(of: approval), context.followUpOwner(approval), .gateway)
+                } else if let owner, let ownReply, claimed, earlier == nil || earlier == ownReply {
                     (entry.id, entry.inReplyTo, entry.attribution) = (ownReply, owner, .history)
                     if last { result.replies[owner] = entry }
                     // The reply shown live, by the gateway's word: only its thinking is new.

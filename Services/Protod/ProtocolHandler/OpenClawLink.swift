@@ -200,8 +200,13 @@ struct OpenClawRun: Sendable, Equatable {
     /// Whether the run called a tool: its end looks the history up for what the live events
     /// leave out (the tools' output unless verbose is full, the model's thinking).
     var calledTools = false
+    /// Whether it called `exec`, which may need an approval the gateway follows up on.
+    var calledExec = false
+    /// The approval whose follow-up turn this is (the gateway's own run after an exec approval).
+    var followUpOf: String?
 
-    var replyID: MessageID? { inReplyTo.map(HistoryMerge.replyID(of:)) }
+    /// The id its reply is published under: the message's reply, or the follow-up's.
+    var replyID: MessageID? { followUpOf.map(ApprovalFollowUps.replyID(of:)) ?? inReplyTo.map(HistoryMerge.replyID(of:)) }
 }
 
 /// A tool call started live and not yet ended.

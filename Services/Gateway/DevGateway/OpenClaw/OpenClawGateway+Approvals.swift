@@ -3,10 +3,12 @@ import Logging
 import OpenClawWire
 
 /// Exec approvals as the real gateway handles them (docs/GATEWAY.md): a run whose message
-/// starts with `exec:` asks for an approval to run the rest as a command, broadcast to the
-/// connections with `operator.approvals`, and waits for `exec.approval.resolve` or its
-/// expiry; no event says that it expired; with no such connection it expires at once (no
-/// route). Pending approvals live in memory: a restart loses them.
+/// starts with `exec:` calls the `exec` tool, which asks for an approval to run the rest as a
+/// command, broadcast to the connections with `operator.approvals`, and is answered at once
+/// "Approval required"; the run ends. `exec.approval.resolve` or the approval's expiry (no
+/// event says that it expired; with no such connection it expires at once, no route) starts
+/// the gateway's own turn with the outcome. Pending approvals live in memory: a restart
+/// loses them.
 extension OpenClawGateway {
     /// What a message asks the agent to run, when it asks that.
     static func execCommand(in message: String) -> String? {
@@ -17,41 +19,100 @@ extension OpenClawGateway {
 
     static let execPrefix = "exec:"
 
-    /// Asks for an approval to run `command` and waits: the decision, or nil when it expired
-    /// (or nobody could be asked).
-    func approval(toRun command: String, runID: String, sessionKey: String) async -> String? {
+    /// The `exec` tool call of a run that asks to run `command`, as the real gateway makes it:
+    /// the approval requested (broadcast to the connections with `operator.approvals`) and the
+    /// call answered at once, "Approval required"; the run goes on. The decision, or the
+    /// approval's expiry (at once when nobody can approve), starts the gateway's own turn.
+    /// False when the run was aborted meanwhile.
+    func askApproval(toRun command: String, runID: String, sessionKey: String) async -> Bool {
         let id = UUID().uuidString.lowercased()
-        let now = OpenClawProtocol.milliseconds(Date())
+        let callID = "call_" + String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(12))
+        let arguments: JSONValue = .object(["command": .string(command)])
+        let startedAt = OpenClawProtocol.milliseconds(Date())
+        await toolEvent(
+            runID, sessionKey: sessionKey, data: ["phase": .string("start"), "name": .string("exec"), "toolCallId": .string(callID), "args": arguments])
         let timeout = settings.approvalTimeout
         let record = ApprovalRecord(
             id: id,
             request: ApprovalRecord.Request(
                 command: command, cwd: "/home/opta/project", host: "gateway", agentId: "main", sessionKey: sessionKey, ask: "on-miss",
                 allowedDecisions: ["allow-once", "allow-always", "deny"]),
-            createdAtMs: now, expiresAtMs: now + Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+            createdAtMs: startedAt,
+            expiresAtMs: startedAt + Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
         let approvers = links.values.contains { $0.isConnected && $0.allows(OpenClawProtocol.approvalsScope) }
         await broadcast(droppable: true, to: { $0.allows(OpenClawProtocol.approvalsScope) }) { _ in
             ("exec.approval.requested", try? JSONValue(encoding: record))
         }
-        guard approvers else {
-            logger.notice("approval expired at once: no client can approve", metadata: ["gateway.approval": "\(id)"])
-            return nil
-        }
-        logger.notice("approval requested", metadata: ["gateway.approval": "\(id)", "gateway.command": "\(command)"])
-        return await withCheckedContinuation { continuation in
-            pendingApprovals[id] = PendingApproval(record: record, waiter: continuation)
+        let output = "Approval required (id \(id.prefix(8))). The command runs once it is approved; its result follows."
+        await toolEvent(
+            runID, sessionKey: sessionKey,
+            data: [
+                "phase": .string("result"), "name": .string("exec"), "toolCallId": .string(callID), "meta": .string(command), "isError": .bool(false),
+                "result": .object(["content": .array([.object(["type": .string("text"), "text": .string(output)])])]),
+            ])
+        var call = ChatTranscriptMessage(role: "assistant", text: "", timestamp: startedAt, stopReason: "toolUse", model: Self.model)
+        call.content = .array([.object(["type": .string("toolCall"), "id": .string(callID), "name": .string("exec"), "arguments": arguments])])
+        var answer = ChatTranscriptMessage(role: "toolResult", text: output, timestamp: OpenClawProtocol.milliseconds(Date()))
+        answer.toolCallID = callID
+        answer.toolName = "exec"
+        answer.isError = false
+        activeRuns[runID]?.toolEntries = [call, answer]
+        if approvers {
+            logger.notice("approval requested", metadata: ["gateway.approval": "\(id)", "gateway.command": "\(command)"])
+            pendingApprovals[id] = PendingApproval(record: record, command: command, sessionKey: sessionKey)
             Task {
                 try? await Task.sleep(for: timeout)
                 await self.expireApproval(id)
             }
+        } else {
+            logger.notice("approval expired at once: no client can approve", metadata: ["gateway.approval": "\(id)"])
+            followUp(approval: id, command: command, sessionKey: sessionKey, decision: nil)
         }
+        return activeRuns[runID]?.aborted == false
     }
 
-    /// The approval's time ran out: the run goes on without a decision, and nothing is broadcast.
+    /// The approval's time ran out: nothing is broadcast, and the gateway's turn says so.
     private func expireApproval(_ id: String) {
         guard let pending = pendingApprovals.removeValue(forKey: id) else { return }
         logger.notice("approval expired", metadata: ["gateway.approval": "\(id)"])
-        pending.waiter.resume(returning: nil)
+        followUp(approval: id, command: pending.command, sessionKey: pending.sessionKey, decision: nil)
+    }
+
+    /// The gateway's own turn after an approval (`exec-approval-followup:<id>`, as
+    /// `bash-tools.exec-approval-followup.ts` starts it): the command run (allowed) or not,
+    /// once the session's run in progress has ended; its user entry is the gateway's prompt
+    /// with the outcome, time-prefixed, and the bot says what happened.
+    private func followUp(approval id: String, command: String, sessionKey: String, decision: String?) {
+        let allowed = decision == "allow-once" || decision == "allow-always"
+        let details =
+            allowed
+            ? "Exec finished (gateway id=\(id), session=\(id.prefix(8)), code 0)\n" + Self.toolOutput(ToolRequest(name: "exec", argument: command)).0
+            : "Exec denied (gateway id=\(id), \(decision == "deny" ? "user-denied" : "approval-timeout")): \(command)"
+        let prompt = "[\(Self.stamp(Date()))] " + Self.followUpPrompt(details, allowed: allowed)
+        let runID = "exec-approval-followup:\(id)"
+        Task {
+            if allowed { try? await Task.sleep(for: Self.toolDuration) }
+            // It waits for the session's run in progress, as the gateway's agent call queues behind it.
+            for _ in 0..<600 where self.activeRuns.values.contains(where: { $0.sessionKey == sessionKey }) {
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            self.start(
+                runID, message: prompt, sessionKey: sessionKey, senderLabel: nil, inputKey: nil, answer: Self.execReply(command: command, decision: decision))
+        }
+    }
+
+    /// The gateway's prompt for its turn after an approval, in its words.
+    static func followUpPrompt(_ details: String, allowed: Bool) -> String {
+        allowed
+            ? [
+                "An async command the user already approved has completed.", "Do not run the command again.", "", "Exact completion details:", details, "",
+                "Reply to the user in a helpful way.", "If it succeeded, share the relevant output.", "If it failed, explain what went wrong.",
+            ].joined(separator: "\n")
+            : [
+                "An async command did not run.", "Do not run the command again.", "There is no new command output.",
+                "Do not mention, summarize, or reuse output from any earlier run in this session.", "", "Exact completion details:", details, "",
+                "Reply to the user in a helpful way.", "Explain that the command did not run and why.", "Do not claim there is new command output.",
+            ].joined(separator: "\n")
     }
 
     /// `exec.approval.list`, `exec.approval.resolve`, `plugin.approval.list`,
@@ -99,7 +160,7 @@ extension OpenClawGateway {
             await broadcast(droppable: true, to: { $0.allows(OpenClawProtocol.approvalsScope) }) { _ in
                 ("exec.approval.resolved", try? JSONValue(encoding: resolved))
             }
-            pending.waiter.resume(returning: params.decision)
+            followUp(approval: id, command: pending.command, sessionKey: pending.sessionKey, decision: params.decision)
             return (true, .object(["ok": .bool(true)]), nil)
         }
     }
@@ -113,9 +174,10 @@ extension OpenClawGateway {
         }
     }
 
-    /// An exec approval waiting for a decision, and the run waiting on it.
+    /// An exec approval waiting for a decision: what the gateway's turn after it needs.
     struct PendingApproval {
         var record: ApprovalRecord
-        var waiter: CheckedContinuation<String?, Never>
+        var command: String
+        var sessionKey: String
     }
 }

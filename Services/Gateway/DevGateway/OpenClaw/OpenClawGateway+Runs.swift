@@ -177,7 +177,11 @@ extension OpenClawGateway {
 
     /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
     /// session's orphan after a restart in the middle of a run).
-    private func start(_ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = [], inputKey: String?) {
+    /// Starts a run of `message` in the session; `answer`, when given, is its reply (the
+    /// gateway's own turns), else the bot's.
+    func start(
+        _ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = [], inputKey: String?, answer: String? = nil
+    ) {
         var entry = message
         if let orphan = orphans.removeValue(forKey: sessionKey) {
             entry = Self.orphanRewrite(orphan: orphan.text, at: orphan.at, message: message, now: Date())
@@ -194,7 +198,7 @@ extension OpenClawGateway {
             activeRuns[runID] = Run(sessionKey: sessionKey, unwrittenUserEntry: user, inputKey: inputKey)
         }
         Task {
-            await self.run(runID, message: message, sessionKey: sessionKey, images: images)
+            await self.run(runID, message: message, sessionKey: sessionKey, images: images, answer: answer)
             await self.runEnded(in: sessionKey)
         }
     }
@@ -240,7 +244,7 @@ extension OpenClawGateway {
     /// Streams the bot's reply as `chat` deltas beside `agent` events, then the final (unless
     /// aborted meanwhile); with the `modelFailure` fault, the model fails every attempt and no
     /// `chat` event is sent at all.
-    private func run(_ runID: String, message: String, sessionKey: String, images: [ReceivedImage]) async {
+    private func run(_ runID: String, message: String, sessionKey: String, images: [ReceivedImage], answer: String?) async {
         await agentEvent(runID, sessionKey: sessionKey, stream: "lifecycle", data: ["phase": .string("start")])
         let current = faults.current
         if current.modelFailure || Double.random(in: 0..<1) < current.modelFailureFraction { return await failModel(runID, sessionKey: sessionKey) }
@@ -253,13 +257,17 @@ extension OpenClawGateway {
         if let reset = Self.resetCommand(in: message.trimmingCharacters(in: .whitespacesAndNewlines)) {
             reply = reset.rest.isEmpty ? Self.greeting(model: modelOf(sessionKey)) : bot.reply(to: reset.rest)
         }
-        if let tool = Self.toolRequest(in: message) {
+        if let answer {
+            reply = answer
+        } else if let tool = Self.toolRequest(in: message) {
             guard let said = await runTool(tool, runID: runID, sessionKey: sessionKey) else { return }
             reply = said
         } else if let command = Self.execCommand(in: message) {
-            let decision = await approval(toRun: command, runID: runID, sessionKey: sessionKey)
-            guard activeRuns[runID]?.aborted == false else { return }
-            reply = Self.execReply(command: command, decision: decision)
+            // The tool call is answered "Approval required" at once, and the model says nothing
+            // more (as the real gateway's run went with a model that wrote no text after it);
+            // the gateway's own turn follows the decision.
+            guard await askApproval(toRun: command, runID: runID, sessionKey: sessionKey) else { return }
+            reply = ""
         }
         var text = ""
         var runSequence = 0
@@ -287,12 +295,15 @@ extension OpenClawGateway {
             reply += more
         }
         guard activeRuns[runID]?.aborted == false else { return }
-        let final = ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
-        var stored = final
-        stored.model = modelOf(sessionKey)
+        // A run whose model wrote nothing ends with a final without a message, and no entry.
+        let final =
+            reply.isEmpty ? nil : ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
         writeUserEntry(of: runID)
         for entry in activeRuns[runID]?.toolEntries ?? [] { append(entry, to: sessionKey) }
-        append(stored, to: sessionKey)
+        if var stored = final {
+            stored.model = modelOf(sessionKey)
+            append(stored, to: sessionKey)
+        }
         countTokens(message: message, reply: reply, in: sessionKey)
         activeRuns[runID] = nil
         finishedRuns[runID] = (ChatSendResult(runId: runID, status: "ok"), true, Date())

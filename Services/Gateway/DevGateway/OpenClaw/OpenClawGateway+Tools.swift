@@ -78,7 +78,7 @@ extension OpenClawGateway {
     /// An `agent` event of stream `tool`, as the gateway sends it: to the run's recipients only,
     /// targeted (no `seq`, not counted), its result and partial result left out unless the
     /// session's verbose level is `full`.
-    private func toolEvent(_ runID: String, sessionKey: String, data: [String: JSONValue]) async {
+    func toolEvent(_ runID: String, sessionKey: String, data: [String: JSONValue]) async {
         var data = data
         if settings.verboseDefault != "full" {
             data["result"] = nil
