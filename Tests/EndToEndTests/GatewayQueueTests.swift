@@ -51,8 +51,9 @@ import Glibc
 
     /// The set, another client, and Tether's message waiting in the gateway's queue behind that
     /// client's run.
-    static func queuedBehindAnotherRun(environment: [String: String] = [:]) async throws -> Scene {
-        let set = try await ComposedSet.openClaw(protocols: "3", environment: ["TETHER_CHUNK_DELAY": "60"].merging(environment) { $1 })
+    static func queuedBehindAnotherRun(release: String = "2026.4", environment: [String: String] = [:]) async throws -> Scene {
+        let set = try await ComposedSet.openClaw(
+            release: release, protocols: release == "2026.4" ? "3" : "release", environment: ["TETHER_CHUNK_DELAY": "60"].merging(environment) { $1 })
         // protod writes nothing until its history lookup on the new connection is answered: a
         // message answered first shows the lookup done, so pausing connd cannot hold it up.
         let warmUp = try set.tether(["send", "--timeout", "60", "before the queue"], timeout: .seconds(70))
@@ -90,6 +91,21 @@ import Glibc
         #expect(!untrueBefore, "said delivered while the gateway's transcript lacks it")
         #expect(try await scene.set.killAndAwaitRestart("gateway"))
         try await scene.expectDeliveredOnceAfterTheRestart()
+        await scene.finish()
+    }
+
+    /// Today's gateway keeps the queued input (its receipt says pending, queued): Tether says so
+    /// and never writes it again while it is kept; killed, the gateway brings it back
+    /// `interrupted`, and Tether writes it again under its key: stored once, answered once.
+    @Test func theGatewayKilledWithTetherMessageInItsQueueOnTodaysGatewayRunsItOnce() async throws {
+        let scene = try await Self.queuedBehindAnotherRun(release: "current")
+        defer { scene.set.stop() }
+        let said = await scene.deliveries.entries.compactMap(\.value.detail)
+        #expect(said.contains { $0.contains("gateway's queue") }, "\(said)")
+        #expect(try await scene.set.killAndAwaitRestart("gateway"))
+        try await scene.expectDeliveredOnceAfterTheRestart()
+        // Written before the crash and once after it, when its receipt said the wait was interrupted.
+        #expect(scene.set.receipts()[scene.text] == 2, "\(scene.set.receipts())")
         await scene.finish()
     }
 

@@ -66,8 +66,9 @@ import Glibc
 
     /// Thirty `tether send` at once into one session while another client sends into it too:
     /// each message once in the gateway's transcript, each sender its own reply or words.
-    @Test func thirtySendsAtOnceBesideAnotherClient() async throws {
-        let set = try await ComposedSet.openClaw(protocols: "3")
+    /// On today's gateway (`current`) no message's fate is decided by matching texts: receipts and turn keys decide.
+    @Test(arguments: ["2026.4", "current"]) func thirtySendsAtOnceBesideAnotherClient(release: String) async throws {
+        let set = try await ComposedSet.openClaw(release: release, protocols: release == "current" ? "release" : "3")
         defer { set.stop() }
         let other = try await OtherOpenClawClient(port: set.port, token: try set.gatewayToken)
         defer { other.stop() }
@@ -106,6 +107,12 @@ import Glibc
             #expect(users.count { $0 == text } == 1, "\(text) is \(users.count { $0 == text }) times in the gateway's transcript")
         }
         #expect(replied + inWords.count == 30)
+        let status = try set.tether(["status"])
+        let decided = status.standardOutput.split(separator: "\n").first { $0.contains("since tether-protod started") }.map(String.init) ?? ""
+        print("thirty sends on \(release): \(decided)")
+        if release == "current" {
+            #expect(decided.contains("by receipt or key, 0 by matching texts"), "\(status.standardOutput)")
+        }
     }
 }
 
