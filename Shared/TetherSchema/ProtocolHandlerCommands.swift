@@ -14,6 +14,10 @@ public enum WhileBusy: String, Codable, Sendable, CaseIterable {
     /// Stops the reply in progress, which ends incomplete, and is answered instead
     /// (`queueMode: "interrupt"`).
     case interrupt
+
+    /// How protod's words begin for a message that asked to steer or interrupt where the
+    /// gateway cannot: it waits for a reply of its own.
+    public static let unavailableWordsPrefix = "this gateway cannot "
 }
 
 public enum SendMessageCommand: BusCommand {

@@ -22,6 +22,17 @@ import TetherWire
         return try BusSchema.makeDecoder().decode(ApprovalsUpdate.self, from: Data(listed.standardOutput.utf8))
     }
 
+    /// What `tether send` prints for a run whose `exec` call waits for an approval: the model's
+    /// words after the call (the development gateway's), from the gateway's history.
+    static func waitsWords(_ command: String) -> String {
+        "Running `\(command)` needs an approval: it runs once the approval is answered.\n"
+    }
+
+    /// Whether the gateway's turn after the approval answered with `words`, in its transcript.
+    static func answered(_ set: ComposedSet, _ words: String) async -> Bool {
+        await eventually(timeout: .seconds(20)) { set.openClawTranscript().contains { $0.role == "assistant" && $0.text == words } }
+    }
+
     @Test func anApprovalRaisedWhileNoFrontEndRanIsListedAndAnsweredFromTheCommandLine() async throws {
         let set = try await ComposedSet.openClaw(environment: ["TETHER_APPROVALS": "on", "TETHER_CHUNK_DELAY": "0"])
         defer { set.stop() }
@@ -41,11 +52,13 @@ import TetherWire
         #expect(approval.allowedDecisions == [.allowOnce, .allowAlways, .deny])
         let listed = try set.tether(["approvals"])
         #expect(listed.standardOutput.contains("\(approval.shortID)  run `make deploy` on gateway"), "\(listed.standardOutput)")
+        // The run ends with its words: tether send prints them while the approval waits.
+        #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
+        #expect(sender.standardOutput == Self.waitsWords("make deploy"), "\(sender.standardOutput)")
         let answered = try set.tether(["approve", approval.shortID, "allow-once"])
         #expect(answered.status == 0, "\(answered.standardError)")
         #expect(answered.standardOutput.contains("allowed once"), "\(answered.standardOutput)")
-        #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
-        #expect(sender.standardOutput == "Ran `make deploy` (allowed once): done.\n", "\(sender.standardOutput)")
+        #expect(await Self.answered(set, "Ran `make deploy` (allowed once): done."))
         #expect(try Self.approvals(set).pending.isEmpty)
         // Answered again: refused in words, nothing sent.
         let again = try set.tether(["approve", approval.shortID, "deny"])
@@ -73,13 +86,11 @@ import TetherWire
                 return !pending.isEmpty
             }, "no approval listed")
         let approval = try #require(pending.first)
-        // The run that asked has ended; the sender waits for the gateway's turn.
-        #expect(
-            await eventually(timeout: .seconds(10)) { set.openClawTranscript().contains { $0.role == "toolResult" && $0.text.hasPrefix("Approval required") } })
-        #expect(sender.isRunning, "tether send ended before the approval: \(sender.standardOutput) \(sender.standardError)")
-        #expect(try set.tether(["approve", approval.shortID, "allow-once"]).status == 0)
+        // The run that asked has ended, its words in the history only: tether send prints them.
         #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
-        #expect(sender.standardOutput == "Ran `make deploy` (allowed once): done.\n", "\(sender.standardOutput)")
+        #expect(sender.standardOutput == Self.waitsWords("make deploy"), "\(sender.standardOutput)")
+        #expect(try set.tether(["approve", approval.shortID, "allow-once"]).status == 0)
+        #expect(await Self.answered(set, "Ran `make deploy` (allowed once): done."))
 
         for _ in 0..<2 { #expect(try await set.killAndAwaitRestart("connd")) }
         let bus = try set.busClient("follow-up-test")
@@ -87,15 +98,22 @@ import TetherWire
         var entries: [TranscriptEntry] = []
         let settled = await eventually(timeout: .seconds(15)) {
             entries = (try? await bus.request(TranscriptCommand.self, .init(limit: 100)).entries) ?? []
-            return entries.contains { $0.author == "gateway" }
+            return entries.contains { $0.author == "gateway" } && entries.contains { $0.content.hasPrefix("Ran `make deploy`") }
         }
         let lines = entries.map { "\($0.author ?? ($0.sender == .user ? "you" : "bot")) [\($0.status.rawValue)]: \($0.content)" }
         #expect(settled, "the gateway's prompt not shown as the gateway's: \(lines)")
         let asked = try #require(entries.first { $0.content == "exec: make deploy" })
         let replies = entries.filter { $0.content == "Ran `make deploy` (allowed once): done." }
         #expect(replies.count == 1 && replies.first?.inReplyTo == asked.id, "\(lines)")
+        let first = entries.filter { $0.content == Self.waitsWords("make deploy").dropLast() }
+        #expect(first.count == 1 && first.first?.inReplyTo == asked.id, "the run's own words answer it too: \(lines)")
+        // In the order they were said: the run's words before the gateway's turn.
+        let order = entries.map(\.content)
+        #expect(
+            (order.firstIndex { $0.hasPrefix("Running `make deploy`") } ?? .max) < (order.firstIndex { $0.hasPrefix("Ran `make deploy`") } ?? -1),
+            "\(lines)")
         let prompt = entries.first { $0.author == "gateway" }
-        #expect(prompt?.content.hasPrefix("the command approved earlier: Exec finished (gateway id=\(approval.id)") == true, "\(lines)")
+        #expect(prompt?.content.hasPrefix("the approved command ran: Exec finished (gateway id=\(approval.id)") == true, "\(lines)")
         #expect(!entries.contains { $0.author == HistoryMerge.anotherClient }, "\(lines)")
         #expect(!entries.contains { $0.status == .incomplete }, "\(lines)")
         #expect(entries.contains { $0.tool?.name == "exec" }, "the tool call's line: \(lines)")
@@ -165,7 +183,8 @@ import TetherWire
         #expect(await eventually(timeout: .seconds(10)) { watch.standardOutput.contains("approval waiting: ") }, "\(watch.standardOutput)")
         #expect(await eventually(timeout: .seconds(15)) { watch.standardOutput.contains("expired unanswered") }, "\(watch.standardOutput)")
         #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
-        #expect(sender.standardOutput == "Did not run `rm -rf build`: nobody answered the approval in time.\n", "\(sender.standardOutput)")
+        #expect(sender.standardOutput == Self.waitsWords("rm -rf build"), "\(sender.standardOutput)")
+        #expect(await Self.answered(set, "Did not run `rm -rf build`: nobody answered the approval in time."))
         #expect(try Self.approvals(set).pending.isEmpty)
     }
 
@@ -196,6 +215,7 @@ import TetherWire
             listed.standardOutput.hasPrefix("no approvals: Tether's connection to the gateway lacks the scope operator.approvals"), "\(listed.standardOutput)")
         // As the real gateway does: with no client that may approve, the request ends at once.
         let send = try set.tether(["send", "exec: ls"])
-        #expect(send.standardOutput == "Did not run `ls`: nobody answered the approval in time.\n", "\(send.standardOutput)")
+        #expect(send.status == 0 && send.standardOutput == Self.waitsWords("ls"), "\(send.standardOutput)")
+        #expect(await Self.answered(set, "Did not run `ls`: nobody answered the approval in time."))
     }
 }

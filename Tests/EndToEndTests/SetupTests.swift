@@ -94,7 +94,7 @@ import TetherTesting
     }
 
     static let notSetUp =
-        "Tether is not set up: run tether setup (it finds your OpenClaw gateway and starts the set), or tether-compose up --detach for the development gateway"
+        "tether setup has not been run here, so nothing starts the set by itself: run tether setup (it finds your OpenClaw gateway and starts the set), or tether-compose up --detach for the development gateway"
 
     @Test func aConfigurationThatDoesNotParseAndATokenTheGatewayRefusesHaveTheirWords() async throws {
         let home = try DesktopHome()

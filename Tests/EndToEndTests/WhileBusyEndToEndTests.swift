@@ -67,6 +67,8 @@ import TetherWire
         let steer = try set.tether(["send", "--steer", "--timeout", "60", "also", "this"], timeout: .seconds(70))
         #expect(
             steer.status == 0 && steer.standardOutput == "You said: also this\n", "exit \(steer.status ?? -1): \(steer.standardOutput) \(steer.standardError)")
+        // The sender is told at once, once.
+        #expect(steer.standardError.components(separatedBy: "this gateway cannot steer a reply in progress").count == 2, "\(steer.standardError)")
         #expect(try first.waitForExit(timeout: .seconds(60)) == 0)
         let said = await deliveries.entries.compactMap(\.value.detail)
         #expect(said.contains { $0.hasPrefix("this gateway cannot steer a reply in progress") }, "\(said)")

@@ -189,6 +189,19 @@ import TetherWire
         #expect(!frame.rows.contains { $0.text.contains("▍") }, "the finished reply replaced the growing one")
     }
 
+    @Test func aSteerTheGatewayCannotTakeIsSaidAtOnceAndSlashSteerSendsIt() throws {
+        let sent = TranscriptEntry(id: MessageID("a"), sender: .user, content: "also this", timestamp: Date(), status: .queued, revision: 1)
+        var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [sent], revision: 1))
+        for character in "/steer also this" { _ = screen.handle(.character(character), at: start) }
+        #expect(screen.handle(.enter, at: start) == .send("also this", images: [], whileBusy: .steer))
+        let words = "this gateway cannot steer a reply in progress (it takes no queue modes): it waits"
+        // The same status, with the words: shown in the status line though the mark stays.
+        screen.apply(try message(.conversationDelivery, DeliveryUpdate(id: MessageID("a"), status: .queued, detail: words, revision: 2)), at: start)
+        let rows = screen.render(width: 200, height: 6, at: start).rows.map(\.text)
+        #expect(rows.contains { $0.hasPrefix(words) }, "\(rows)")
+        #expect(rows.contains("You: also this  … queued"), "\(rows)")
+    }
+
     @Test func aProgramHeldBackAsMisconfiguredIsNamedWithItsFixUntilFixedAndEscDoesNotHideIt() throws {
         var screen = ChatScreen(frontEnd: "tether", frame: FirstFrame(display: nil, identity: nil, entries: [], revision: 0))
         let problem =

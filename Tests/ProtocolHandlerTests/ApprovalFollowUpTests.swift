@@ -107,6 +107,13 @@ import TetherWire
         let denied =
             "An async command did not run.\nExact completion details:\nExec denied (gateway id=abc, user-denied): ls\n\nReply to the user in a helpful way."
         #expect(ApprovalFollowUps.approval(inPrompt: denied) == "abc")
+        #expect(ApprovalFollowUps.words(ofPrompt: denied) == "the command did not run: Exec denied (gateway id=abc, user-denied): ls")
+        // 2026.4.12's words after the details.
+        let older =
+            "An async command the user already approved has completed.\nDo not run the command again.\n\nExact completion details:\n"
+            + "Exec finished (gateway id=abc, session=brisk-dune, code 0)\napproved-1\n\n"
+            + "Continue the task if needed, then reply to the user in a helpful way.\nIf it succeeded, share the relevant output."
+        #expect(ApprovalFollowUps.words(ofPrompt: older) == "the approved command ran: Exec finished (gateway id=abc, session=brisk-dune, code 0)\napproved-1")
         #expect(!ApprovalFollowUps.isPrompt("[a note] hello"))
         #expect(ApprovalFollowUps.approval(ofRun: "exec-approval-followup:abc") == "abc" && ApprovalFollowUps.approval(ofRun: "m1") == nil)
 
@@ -121,7 +128,7 @@ import TetherWire
                 sent: [HistoryMerge.Sent(id: MessageID("m1"), text: "exec: make deploy", createdAt: OpenClawDeliveryTests.at(-5))], clockOffset: 0,
                 botName: "Opta", followUpOwner: { $0 == Self.approval ? MessageID("m1") : nil }))
         let prompt = merge.entries.first { $0.author == ApprovalFollowUps.author }
-        #expect(prompt?.content.hasPrefix("the command approved earlier: Exec finished") == true, "\(merge.entries)")
+        #expect(prompt?.content.hasPrefix("the approved command ran: Exec finished") == true, "\(merge.entries)")
         let reply = merge.entries.first { $0.sender != .user }
         #expect(reply?.id == ApprovalFollowUps.replyID(of: Self.approval) && reply?.inReplyTo == MessageID("m1"), "\(merge.entries)")
         #expect(!merge.entries.contains { $0.author == HistoryMerge.anotherClient })

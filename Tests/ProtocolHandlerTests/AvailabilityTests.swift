@@ -60,11 +60,12 @@ import TetherWire
         #expect(GatewayAvailability().refusing(Self.restarting(after: nil)) == 1, "a refusal that names no pause waits a second")
     }
 
-    @Test func aRetryTheGatewayStoppedToAvoidRunningItTwiceIsNeverWrittenAgainHere() throws {
+    /// Told by `retryable: false`, or by its words alone when the gateway leaves the flag out.
+    @Test(arguments: [false, nil] as [Bool?]) func aRetryTheGatewayStoppedToAvoidRunningItTwiceIsNeverWrittenAgainHere(retryable: Bool?) throws {
         var (driver, request) = try Self.written()
         let stopped = GatewayErrorShape(
             code: "UNAVAILABLE", message: "accepted chat turn recovery ownership changed; automatic retry stopped to avoid duplicate execution",
-            retryable: false)
+            retryable: retryable)
         driver.respond(request, ok: false, error: stopped, at: 1)
         #expect(driver.deliveries(of: "m1").last == .accepted, "\(driver.updates(of: "m1"))")
         #expect(driver.updates(of: "m1").last?.detail?.contains("so as not to run it twice") == true)

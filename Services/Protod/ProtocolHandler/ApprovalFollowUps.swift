@@ -92,13 +92,16 @@ struct ApprovalFollowUps: Sendable {
     static func outcome(inPrompt text: String) -> String {
         let lines = withoutTimePrefix(text).split(separator: "\n", omittingEmptySubsequences: false)
         guard let start = lines.firstIndex(of: "Exact completion details:") else { return String(withoutTimePrefix(text)) }
-        let details = lines[(start + 1)...].prefix { !$0.hasPrefix("Reply to the user") }
+        // The instructions to the model follow ("Reply to the user in a helpful way.", or in
+        // 2026.4.12 "Continue the task if needed, then reply to the user in a helpful way.").
+        let details = lines[(start + 1)...].prefix { !$0.lowercased().contains("reply to the user") }
         return details.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The words a front end shows for the gateway's prompt: the approved command's outcome.
+    /// The words a front end shows for the gateway's prompt: what became of the command.
     static func words(ofPrompt text: String) -> String {
-        "the command approved earlier: " + outcome(inPrompt: text)
+        let ran = withoutTimePrefix(text).hasPrefix(promptOpenings[0])
+        return (ran ? "the approved command ran: " : "the command did not run: ") + outcome(inPrompt: text)
     }
 
     /// The sender a front end shows for the gateway's prompt.

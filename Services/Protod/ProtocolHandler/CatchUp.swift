@@ -29,7 +29,8 @@ struct CatchUp: Sendable, Equatable {
     /// The release whose cursors these are: another gateway's mean nothing.
     private var release: String?
 
-    /// What catching up saved since protod started (`outbox.summary`).
+    /// How lookups went since protod started: deltas, resets, and pages fetched instead (read
+    /// by the tests; not published).
     private(set) var deltas = 0
     private(set) var resets = 0
     private(set) var pages = 0

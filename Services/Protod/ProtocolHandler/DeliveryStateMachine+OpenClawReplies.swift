@@ -130,8 +130,9 @@ extension DeliveryStateMachine {
         }
     }
 
-    /// A run that asked for an approval ended with no words: it shows the gateway kept the
-    /// message, whose reply is the gateway's turn once the approval is decided.
+    /// A run that asked for an approval ended with no words live: it shows the gateway kept the
+    /// message. The model's words after the call are its reply, in the history only; with none,
+    /// its reply is the gateway's turn once the approval is decided.
     mutating func awaitFollowUp(of message: MessageID, run runID: String, now: Date, into actions: inout [Action]) {
         runs[runID] = nil
         if pending.contains(where: { $0.id == runID }) {
@@ -140,6 +141,8 @@ extension DeliveryStateMachine {
         endedInSession()
         if !followUps.asked(by: message) { followUps.awaitUntied(message, at: now) }
         settleBotState(now: now, into: &actions)
+        // The model's words after the call, if any, are in the history only (with the tool's result).
+        lookUpHistory(now: now, into: &actions)
     }
 
     /// A run of a message under way: it shows the gateway keeps the message, but for a new

@@ -27,7 +27,8 @@ extension DeliveryStateMachine {
     /// The words for a message that waits behind the reply in progress although it asked to
     /// steer or interrupt it: this gateway offers neither.
     static func cannotGoIntoRun(_ choice: WhileBusy) -> String {
-        "this gateway cannot \(choice == .steer ? "steer" : "interrupt") a reply in progress (it takes no queue modes): it waits, and is sent when that reply ends, for a reply of its own"
+        WhileBusy.unavailableWordsPrefix
+            + "\(choice == .steer ? "steer" : "interrupt") a reply in progress (it takes no queue modes): it waits, and is sent when that reply ends, for a reply of its own"
     }
 
     /// `chat.send` of a message written into the run in progress answered `started`.

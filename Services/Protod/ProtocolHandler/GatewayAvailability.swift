@@ -64,6 +64,11 @@ struct GatewayAvailability: Sendable, Equatable {
     /// restart's does not always), and it is not the refusal of a retry the gateway stopped
     /// to avoid running the message twice.
     static func isRetryable(_ error: GatewayErrorShape) -> Bool {
-        error.code == "UNAVAILABLE" && error.retryable != false
+        // The stopped retry is told by its words too, in case a gateway leaves `retryable` out of it
+        // (`chat-restart-recovery.ts`: "automatic retry stopped to avoid duplicate execution").
+        error.code == "UNAVAILABLE" && error.retryable != false && !error.message.contains(stoppedRetryWords)
     }
+
+    /// The words of today's gateway for a retry it stopped so as not to run a message twice.
+    static let stoppedRetryWords = "automatic retry stopped to avoid duplicate execution"
 }

@@ -183,7 +183,14 @@ public struct ChatScreen: Sendable {
             guard let entry = try? message.decode(TranscriptEntry.self), isShown(entry.session), transcript.apply(entry) != nil else { return false }
             if entry.sender != .user { streaming.removeAll { $0.id == entry.id } }
         case .conversationDelivery:
-            guard let update = try? message.decode(DeliveryUpdate.self), transcript.apply(update) != nil else { return false }
+            guard let update = try? message.decode(DeliveryUpdate.self) else { return false }
+            let changed = transcript.apply(update) != nil
+            // Said at once: a message sent to steer or interrupt waits for a reply of its own here.
+            if let words = update.detail, words.hasPrefix(WhileBusy.unavailableWordsPrefix), !message.header.replay, transcript.contains(update.id) {
+                notice = words
+                return true
+            }
+            guard changed else { return false }
         case .conversationStream:
             guard let progress = try? message.decode(StreamProgress.self), isShown(progress.session) else { return false }
             if let index = streaming.firstIndex(where: { $0.id == progress.id }) {

@@ -80,7 +80,8 @@ public struct Conversation: Sendable {
     ///   (its `warning`, when there is one, is for the person sending).
     public func send(
         _ text: String, id: MessageID = .random(), options: SendMessageCommand.Request? = nil, timeout: Duration,
-        accepted onAccepted: @Sendable (SendMessageCommand.Reply) -> Void = { _ in }
+        accepted onAccepted: @Sendable (SendMessageCommand.Reply) -> Void = { _ in },
+        note onNote: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> SendOutcome {
         let timeUp = timer(timeout)
         let events = try await bus.subscribe(to: ["conv."], confirm: true)
@@ -115,7 +116,9 @@ public struct Conversation: Sendable {
             group.addTask {
                 var tracker = tracker
                 for await message in events {
-                    if let outcome = tracker.observe(message) { return .decided(outcome) }
+                    let outcome = tracker.observe(message)
+                    for note in tracker.takeNotes() { onNote(note) }
+                    if let outcome { return .decided(outcome) }
                 }
                 // The time ran out (or the bus closed): what was seen until then.
                 return .undecided(tracker)
@@ -235,6 +238,15 @@ struct SendTracker: Sendable {
     var endedReplies: [MessageID: TranscriptEntry] = [:]
     /// The message whose reply is this one's: its own, or the one it was steered into.
     var replyOf: MessageID { steered?.into ?? id }
+    /// protod's words the sender is told at once: that the gateway cannot steer or interrupt.
+    private var notes: [String] = []
+    private var noted: Set<String> = []
+
+    /// The words to tell the sender now, each once.
+    mutating func takeNotes() -> [String] {
+        defer { notes = [] }
+        return notes
+    }
 
     init(id: MessageID, initial: DeliveryStatus) {
         self.id = id
@@ -254,6 +266,7 @@ struct SendTracker: Sendable {
                 return .failed("\(update.status.rawValue): \(update.detail ?? "the gateway refused the message")")
             }
             if update.status == .lost { return .lost(update.detail ?? "the outbox that held it was damaged") }
+            if let words = update.detail, words.hasPrefix(WhileBusy.unavailableWordsPrefix), noted.insert(words).inserted { notes.append(words) }
             if update.unclaimedReply != nil { return .replyUnclaimed(update.detail ?? "the reply cannot be attached to it for certain") }
             if update.status == .delivered, let into = update.answeredWith {
                 let words = update.detail ?? "steered into the reply in progress"

@@ -12,7 +12,7 @@ public enum SetStart: Equatable, Sendable {
 
     /// The words when nothing is set up.
     public static let notSetUp =
-        "Tether is not set up: run tether setup (it finds your OpenClaw gateway and starts the set), or tether-compose up --detach for the development gateway"
+        "tether setup has not been run here, so nothing starts the set by itself: run tether setup (it finds your OpenClaw gateway and starts the set), or tether-compose up --detach for the development gateway"
 
     /// Decides.
     ///

@@ -220,9 +220,9 @@ struct Send: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("tether: no connection to the gateway within \(wait) s; nothing sent\n".utf8))
                 throw ExitCode(.notDone)
             }
-            outcome = try await conversation.send(content, options: request, timeout: .seconds(timeout)) {
-                if let warning = $0.warning { say("warning: \(warning)") }
-            }
+            outcome = try await conversation.send(
+                content, options: request, timeout: .seconds(timeout),
+                accepted: { if let warning = $0.warning { say("warning: \(warning)") } }, note: { say($0) })
         } catch {
             presence.leave()
             await bus.close()

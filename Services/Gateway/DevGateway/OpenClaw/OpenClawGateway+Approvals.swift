@@ -101,6 +101,11 @@ extension OpenClawGateway {
         }
     }
 
+    /// The model's words after its `exec` call waits for an approval: in the transcript only.
+    static func awaitingApprovalReply(command: String) -> String {
+        "Running `\(command)` needs an approval: it runs once the approval is answered."
+    }
+
     /// The gateway's prompt for its turn after an approval, in its words.
     static func followUpPrompt(_ details: String, allowed: Bool) -> String {
         allowed

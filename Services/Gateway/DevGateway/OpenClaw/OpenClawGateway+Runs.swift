@@ -254,6 +254,7 @@ extension OpenClawGateway {
         }
         // The development bot says what it received, so that a test sees an image arrived, once.
         var reply = [message.isEmpty ? nil : bot.reply(to: message), Self.receivedWords(images)].compactMap { $0 }.joined(separator: "\n")
+        var hidden: String?
         if let reset = Self.resetCommand(in: message.trimmingCharacters(in: .whitespacesAndNewlines)) {
             reply = reset.rest.isEmpty ? Self.greeting(model: modelOf(sessionKey)) : bot.reply(to: reset.rest)
         }
@@ -263,10 +264,11 @@ extension OpenClawGateway {
             guard let said = await runTool(tool, runID: runID, sessionKey: sessionKey) else { return }
             reply = said
         } else if let command = Self.execCommand(in: message) {
-            // The tool call is answered "Approval required" at once, and the model says nothing
-            // more (as the real gateway's run went with a model that wrote no text after it);
-            // the gateway's own turn follows the decision.
+            // The tool call is answered "Approval required" at once; the model's words after it
+            // go to the transcript only, and the run's final has no message, as the real
+            // gateway's; its own turn follows the decision.
             guard await askApproval(toRun: command, runID: runID, sessionKey: sessionKey) else { return }
+            hidden = Self.awaitingApprovalReply(command: command)
             reply = ""
         }
         var text = ""
@@ -300,7 +302,9 @@ extension OpenClawGateway {
             reply.isEmpty ? nil : ChatTranscriptMessage(role: "assistant", text: reply, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop")
         writeUserEntry(of: runID)
         for entry in activeRuns[runID]?.toolEntries ?? [] { append(entry, to: sessionKey) }
-        if var stored = final {
+        if var stored = final
+            ?? hidden.map({ ChatTranscriptMessage(role: "assistant", text: $0, timestamp: OpenClawProtocol.milliseconds(Date()), stopReason: "stop") })
+        {
             stored.model = modelOf(sessionKey)
             append(stored, to: sessionKey)
         }

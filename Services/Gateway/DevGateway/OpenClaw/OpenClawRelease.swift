@@ -30,9 +30,6 @@ public enum OpenClawRelease: String, CaseIterable, Sendable {
     /// Its history pages end with a `deltaCursor`, and it answers what came after one.
     public var givesCursors: Bool { self == .current }
 
-    /// It sends `status` chat events and `errorKind` (protocol 4 releases).
-    public var saysRunStatus: Bool { self != .release2026_4 }
-
     /// The fields `chat.send` takes: its schema is closed, and refuses any other.
     var sendFields: Set<String> {
         var fields: Set<String> = ["sessionKey", "message", "thinking", "deliver", "attachments", "timeoutMs", "idempotencyKey"]
@@ -43,8 +40,9 @@ public enum OpenClawRelease: String, CaseIterable, Sendable {
 
     /// The fields `chat.history` takes: closed too.
     var historyFields: Set<String> {
-        var fields: Set<String> = ["sessionKey", "limit"]
-        if self != .release2026_4 { fields.formUnion(["agentId", "maxChars"]) }
+        // 2026.4.12's `logs-chat.ts` takes `maxChars` already (1 to 500,000).
+        var fields: Set<String> = ["sessionKey", "limit", "maxChars"]
+        if self != .release2026_4 { fields.formUnion(["agentId"]) }
         if self == .current { fields.formUnion(["cursor", "maxBytes", "offset", "pendingBefore", "inputRunIds", "messageId", "sessionId"]) }
         return fields
     }
