@@ -107,11 +107,10 @@ import TetherWire
         #expect(replies.count == 1 && replies.first?.inReplyTo == asked.id, "\(lines)")
         let first = entries.filter { $0.content == Self.waitsWords("make deploy").dropLast() }
         #expect(first.count == 1 && first.first?.inReplyTo == asked.id, "the run's own words answer it too: \(lines)")
-        // In the order they were said: the run's words before the gateway's turn.
+        // In the order they were said: the run's words, then the gateway's turn.
         let order = entries.map(\.content)
-        #expect(
-            (order.firstIndex { $0.hasPrefix("Running `make deploy`") } ?? .max) < (order.firstIndex { $0.hasPrefix("Ran `make deploy`") } ?? -1),
-            "\(lines)")
+        let said = ["Running `make deploy`", "the approved command ran", "Ran `make deploy`"].map { words in order.firstIndex { $0.hasPrefix(words) } ?? -1 }
+        #expect(said.allSatisfy { $0 >= 0 } && said == said.sorted(), "the run's words, the gateway's prompt, its reply: \(lines)")
         let prompt = entries.first { $0.author == "gateway" }
         #expect(prompt?.content.hasPrefix("the approved command ran: Exec finished (gateway id=\(approval.id)") == true, "\(lines)")
         #expect(!entries.contains { $0.author == HistoryMerge.anotherClient }, "\(lines)")

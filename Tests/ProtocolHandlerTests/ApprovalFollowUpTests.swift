@@ -45,10 +45,19 @@ import TetherWire
         driver.event("exec.approval.requested", try? JSONValue(encoding: record), on: "c1")
     }
 
+    /// The gateway's turn, and the history lookups it asks answered: its reply is published
+    /// once the history (with the gateway's prompt) was read.
     static func followUp(_ driver: inout Driver, at seconds: Double? = nil) {
         let run = "exec-approval-followup:\(approval)"
         driver.chat(OpenClawDeliveryTests.delta(run, text: "Ran", increment: "Ran"), on: "c1", at: seconds)
         driver.chat(OpenClawDeliveryTests.final(run, text: "Ran `make deploy` (allowed once): done."), on: "c1")
+        #expect(!driver.entries().contains { $0.id == ApprovalFollowUps.replyID(of: approval) }, "published before the history was read")
+        for _ in 0..<2 { driver.history(OpenClawDeliveryTests.earlier, on: "c1") }
+    }
+
+    /// The follow-up's reply, as published.
+    static func reply(_ driver: Driver) -> TranscriptEntry? {
+        driver.entries { $0.id == ApprovalFollowUps.replyID(of: approval) }.last
     }
 
     static func emptyFinal(_ driver: inout Driver) {
@@ -65,8 +74,8 @@ import TetherWire
 
         let lookedUp = driver.lookups(on: "c1")
         Self.followUp(&driver, at: 40)
-        let reply = try #require(driver.entries { $0.status == .received && $0.sender != .user }.last)
-        #expect(reply.id == ApprovalFollowUps.replyID(of: Self.approval) && reply.inReplyTo == MessageID("m1"))
+        let reply = try #require(Self.reply(driver))
+        #expect(reply.status == .received && reply.inReplyTo == MessageID("m1"))
         #expect(reply.content == "Ran `make deploy` (allowed once): done.")
         #expect(driver.lookups(on: "c1") > lookedUp, "the turn's prompt is read from the history")
     }
@@ -76,15 +85,15 @@ import TetherWire
         Self.emptyFinal(&driver)
         #expect(driver.entries { $0.status == .incomplete }.isEmpty)
         Self.followUp(&driver, at: 1)
-        #expect(driver.entries { $0.status == .received && $0.sender != .user }.last?.inReplyTo == MessageID("m1"))
+        #expect(Self.reply(driver)?.inReplyTo == MessageID("m1"))
     }
 
     @Test func aTurnLongAfterAnUntiedExecCallClaimsNothing() throws {
         var driver = try Self.asking()
         Self.emptyFinal(&driver)
         Self.followUp(&driver, at: 100)
-        let reply = try #require(driver.entries { $0.status == .received && $0.sender != .user }.last)
-        #expect(reply.inReplyTo == nil && reply.id == ApprovalFollowUps.replyID(of: Self.approval))
+        let reply = try #require(Self.reply(driver))
+        #expect(reply.inReplyTo == nil)
     }
 
     @Test func aRunWithNoWordsThatAskedNothingIsStillSaidToHaveNoReply() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TetherSchema
 import TetherWire
 
 /// The gateway's own turns after an exec approval (OpenClaw, 2026.4.12 and today's): the tool
@@ -22,6 +23,10 @@ struct ApprovalFollowUps: Sendable {
     /// the gateway's follow-up turn that starts soon after, naming an approval nobody tied,
     /// answers the oldest.
     private(set) var untied: [(message: MessageID, at: Date)] = []
+
+    /// Follow-up replies that ended live, held until the history lookup their end asked for is
+    /// answered: the gateway's prompt, in the history only, is shown before them.
+    private(set) var heldReplies: [TranscriptEntry] = []
 
     /// How many ties are kept.
     static let limit = 64
@@ -58,6 +63,15 @@ struct ApprovalFollowUps: Sendable {
         let message = untied.removeFirst().message
         tie(approval, to: message)
         return message
+    }
+
+    /// A follow-up's reply ended: published once the history was read.
+    mutating func hold(_ reply: TranscriptEntry) { heldReplies.append(reply) }
+
+    /// The replies held for the history lookup that was just answered.
+    mutating func releaseHeld() -> [TranscriptEntry] {
+        defer { heldReplies = [] }
+        return heldReplies
     }
 
     /// The run of `message` called `exec` and ended with no words, no approval heard.

@@ -12,6 +12,8 @@ extension DeliveryStateMachine {
     mutating func historyAnswered(_ result: ChatHistoryResult?, error: GatewayErrorShape?, now: Date, into actions: inout [Action]) {
         guard var open = connection, case .openClaw(var link) = open.dialect, let lookup = link.history else { return }
         link.history = nil
+        // Follow-up replies held for this answer go after what it publishes.
+        defer { for reply in followUps.releaseHeld() { actions.append(.publishEntry(reply)) } }
         if caughtUp(result, error: error, lookup: lookup, link: &link, epoch: open.epoch, now: now, into: &actions) {
             open.dialect = .openClaw(link)
             connection = open

@@ -30,7 +30,12 @@ extension DeliveryStateMachine {
         }
         let message =
             followUp.map { followUps.owner(forFollowUpOf: $0, now: now, window: settings.replyStallDeadline) } ?? MessageID(event.runId)
-        if followUp != nil { otherRuns[event.runId] = nil }
+        if followUp != nil {
+            otherRuns[event.runId] = nil
+            // The gateway's prompt, written as its turn starts, is in the history only: read
+            // now, it is shown before the reply it prompts.
+            if runs[event.runId] == nil { lookUpHistory(now: now, into: &actions) }
+        }
         var run =
             runs[event.runId]
             ?? OpenClawRun(inReplyTo: message, startedAt: now, grewAt: now, heardAt: now, session: chattingIn, followUpOf: followUp)
@@ -97,11 +102,10 @@ extension DeliveryStateMachine {
             runs[event.runId] = nil
             // The tools' output (unless verbose is full) and the model's thinking are in the history only.
             if run.calledTools || followUp != nil { lookUpHistory(now: now, into: &actions) }
-            actions.append(
-                .publishEntry(
-                    TranscriptEntry(
-                        id: replyID, sender: .bot(name: bot.name), content: run.text, timestamp: now, status: .received, inReplyTo: message,
-                        attribution: .gateway)))
+            let reply = TranscriptEntry(
+                id: replyID, sender: .bot(name: bot.name), content: run.text, timestamp: now, status: .received, inReplyTo: message, attribution: .gateway)
+            // A follow-up's reply waits for the history, so that the gateway's prompt comes first.
+            if followUp != nil { followUps.hold(reply) } else { actions.append(.publishEntry(reply)) }
             settleBotState(now: now, into: &actions)
         case .status:
             // Where the run stands before its reply starts: said while the bot is thinking.
