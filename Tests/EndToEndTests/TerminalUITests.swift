@@ -284,7 +284,7 @@ import TetherTesting
         #expect(await eventually { plain.standardOutput.contains("You said: stored before") }, "\(plain.standardOutput)")
         try typing.write(contentsOf: Data("/help\n/models\n/think\n/search stored\n/search nowhere\n/status\n".utf8))
         let expected = [
-            "Tether handles these itself:", "  /search WORDS   the stored messages holding every word", "Any other line, a /command the gateway knows",
+            "Tether handles these itself:", "  /search WORDS    the stored messages holding every word", "Any other line, a /command the gateway knows",
             "The gateway's models (/model NAME chooses one):", "tether-dev-echo-large", "/think LEVEL: set the thinking level",
             "Found stored, newest first:", "you: stored before", "No stored message holds nowhere.", "PROGRAM", "connection: Connected", "outbox: 0 pending",
         ]
