@@ -155,6 +155,10 @@ import TetherWire
         #expect(NotificationText.hidingSecrets("export GITHUB_TOKEN=ghp_1 PATH=/bin") == "export GITHUB_TOKEN=<redacted> PATH=/bin")
         #expect(NotificationText.hidingSecrets("login --password s3cret --user me") == "login --password <redacted> --user me")
         #expect(NotificationText.hidingSecrets("git clone https://me:pw@host/repo.git") == "git clone https://me:<redacted>@host/repo.git")
+        // Markdown code and quotes keep their marks around the hidden value.
+        #expect(NotificationText.hidingSecrets("Running `make deploy TOKEN=s3cret` needs") == "Running `make deploy TOKEN=<redacted>` needs")
+        #expect(NotificationText.hidingSecrets("run 'API_KEY=abc'") == "run 'API_KEY=<redacted>'")
+        #expect(NotificationText.hidingSecrets("`PASSWORD=x`") == "`PASSWORD=<redacted>`")
     }
 
     @Test func markupIsEscapedForServicesThatReadIt() {

@@ -53,7 +53,9 @@ public enum NotificationText {
                         words.append(word)
                         hideNext = true
                     } else {
-                        words.append(name + String(bare[separator]) + SecretNames.mask)
+                        // The quotes around it stay: "`TOKEN=s3cret`" is "`TOKEN=<redacted>`".
+                        let (opening, closing) = quotes(around: word)
+                        words.append(opening + name + String(bare[separator]) + SecretNames.mask + closing)
                     }
                     continue
                 }
@@ -83,10 +85,17 @@ public enum NotificationText {
     }
 
     /// `word` without the quotes around it (`'Authorization:` is `Authorization:`).
+    /// Quotes and the backticks of Markdown code around a word.
+    private static func isQuote(_ character: Character) -> Bool { character == "\"" || character == "'" || character == "`" }
+
     private static func withoutQuotes(_ word: String) -> String {
-        let quote: (Character) -> Bool = { $0 == "\"" || $0 == "'" }
-        guard let first = word.firstIndex(where: { !quote($0) }), let last = word.lastIndex(where: { !quote($0) }) else { return "" }
+        guard let first = word.firstIndex(where: { !isQuote($0) }), let last = word.lastIndex(where: { !isQuote($0) }) else { return "" }
         return String(word[first...last])
+    }
+
+    /// The quotes a word opens and closes with.
+    private static func quotes(around word: String) -> (String, String) {
+        (String(word.prefix(while: isQuote)), String(word.reversed().prefix(while: isQuote).reversed()))
     }
 
     private static func withoutControls(_ text: String) -> String {
