@@ -22,6 +22,17 @@ import TetherWire
         return try BusSchema.makeDecoder().decode(ApprovalsUpdate.self, from: Data(listed.standardOutput.utf8))
     }
 
+    /// The first approval `tether approvals` lists, once one is listed.
+    static func firstWaiting(_ set: ComposedSet) async throws -> PendingApproval {
+        var pending: [PendingApproval] = []
+        #expect(
+            try await eventually(timeout: .seconds(20)) {
+                pending = try approvals(set).pending
+                return !pending.isEmpty
+            }, "no approval listed")
+        return try #require(pending.first)
+    }
+
     /// What `tether send` prints for a run whose `exec` call waits for an approval: the model's
     /// words after the call (the development gateway's), from the gateway's history.
     static func waitsWords(_ command: String) -> String {
@@ -41,13 +52,7 @@ import TetherWire
             Programs.path("tether"), ["send", "--timeout", "60", "exec: make deploy", "--run-dir", set.run.path], outputDirectory: set.outputs.path,
             name: "send")
         defer { sender.stop() }
-        var pending: [PendingApproval] = []
-        #expect(
-            try await eventually(timeout: .seconds(20)) {
-                pending = try Self.approvals(set).pending
-                return !pending.isEmpty
-            }, "no approval listed")
-        let approval = try #require(pending.first)
+        let approval = try await Self.firstWaiting(set)
         #expect(approval.summary == "make deploy" && approval.kind == .exec && approval.host == "gateway", "\(approval)")
         #expect(approval.allowedDecisions == [.allowOnce, .allowAlways, .deny])
         let listed = try set.tether(["approvals"])
@@ -79,13 +84,7 @@ import TetherWire
             Programs.path("tether"), ["send", "--timeout", "60", "exec: make deploy", "--run-dir", set.run.path], outputDirectory: set.outputs.path,
             name: "send")
         defer { sender.stop() }
-        var pending: [PendingApproval] = []
-        #expect(
-            try await eventually(timeout: .seconds(20)) {
-                pending = try Self.approvals(set).pending
-                return !pending.isEmpty
-            }, "no approval listed")
-        let approval = try #require(pending.first)
+        let approval = try await Self.firstWaiting(set)
         // The run that asked has ended, its words in the history only: tether send prints them.
         #expect(try sender.waitForExit(timeout: .seconds(30)) == 0, "\(sender.standardError)")
         #expect(sender.standardOutput == Self.waitsWords("make deploy"), "\(sender.standardOutput)")

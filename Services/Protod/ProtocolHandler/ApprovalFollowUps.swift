@@ -80,7 +80,7 @@ struct ApprovalFollowUps: Sendable {
         if untied.count > Self.limit { untied.removeFirst() }
     }
 
-    /// Whether an approval asked by the run of `message` still has its follow-up to come.
+    /// Whether the run of `message` asked for an approval (one of the ties kept).
     func asked(by message: MessageID) -> Bool { owners.values.contains(message) }
 
     // MARK: The gateway's prompt, as the history holds it

@@ -92,12 +92,7 @@ extension OpenClawGateway {
         let runID = "exec-approval-followup:\(id)"
         Task {
             if allowed { try? await Task.sleep(for: Self.toolDuration) }
-            // It waits for the session's run in progress, as the gateway's agent call queues behind it.
-            for _ in 0..<600 where self.activeRuns.values.contains(where: { $0.sessionKey == sessionKey }) {
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-            self.start(
-                runID, message: prompt, sessionKey: sessionKey, senderLabel: nil, inputKey: nil, answer: Self.execReply(command: command, decision: decision))
+            await self.startOwnTurn(runID, prompt: prompt, answer: Self.execReply(command: command, decision: decision), in: sessionKey)
         }
     }
 

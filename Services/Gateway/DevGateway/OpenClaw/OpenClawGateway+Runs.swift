@@ -175,10 +175,9 @@ extension OpenClawGateway {
         queues[session] = queue
     }
 
-    /// Starts a run: its user entry joins the transcript as its turn starts (merged with the
-    /// session's orphan after a restart in the middle of a run).
     /// Starts a run of `message` in the session; `answer`, when given, is its reply (the
-    /// gateway's own turns), else the bot's.
+    /// gateway's own turns), else the bot's. Its user entry joins the transcript as its turn
+    /// starts (merged with the session's orphan after a restart in the middle of a run).
     func start(
         _ runID: String, message: String, sessionKey: String, senderLabel: String?, images: [ReceivedImage] = [], inputKey: String?, answer: String? = nil
     ) {
@@ -218,7 +217,18 @@ extension OpenClawGateway {
         } else {
             return
         }
-        start(UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel, images: turn.images, inputKey: turn.key)
+        start(
+            turn.runID ?? UUID().uuidString.lowercased(), message: turn.text, sessionKey: session, senderLabel: turn.senderLabel, images: turn.images,
+            inputKey: turn.key, answer: turn.answer)
+    }
+
+    /// The gateway's own turn (`runID`, answered `answer`): now, or behind the session's run
+    /// in its queue, as the gateway's `agent` call waits for it.
+    func startOwnTurn(_ runID: String, prompt: String, answer: String, in session: String) {
+        guard hasActiveRun(session) || hasWaiting(session) else {
+            return start(runID, message: prompt, sessionKey: session, senderLabel: nil, inputKey: nil, answer: answer)
+        }
+        enqueue(Queued(key: nil, text: prompt, at: Date(), senderLabel: nil, runID: runID, answer: answer), in: session)
     }
 
     /// How the gateway's time stamps read: `Thu 2026-11-26 08:14 UTC`.

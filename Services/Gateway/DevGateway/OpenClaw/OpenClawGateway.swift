@@ -132,6 +132,9 @@ actor OpenClawGateway {
         var at: Date
         var senderLabel: String?
         var images: [ReceivedImage] = []
+        /// The gateway's own turns: their run id and their reply.
+        var runID: String?
+        var answer: String?
     }
 
     /// A session's user entry left without a reply by a restart in the middle of its run: the
