@@ -29,30 +29,98 @@ struct Bench {
     let settings: Settings
     private let logger = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    func run() async throws -> BenchTable {
-        var table = BenchTable()
-        table.notes.append(Self.machine())
-        let rawHop = try await measureBus(into: &table)
+    /// The parts of the bench, each a group of rows that can be measured alone (`--only`).
+    enum Part: String, CaseIterable, Sendable {
+        case bus, roundTrip = "round-trip", hops, frontEnds = "front-ends", chunks, gatewayRestart = "gateway-restart", linkUp = "link-up"
+        case firstFrame = "first-frame", chunkLatency = "chunk-latency", status, idle, replySizes = "reply-sizes"
+    }
 
+    /// Measures every part in `parts`. A part that fails or cannot finish adds a row that says
+    /// it was not measured and why, and the parts after it are still measured.
+    func run(parts: Set<Part> = Set(Part.allCases), into table: inout BenchTable) async {
+        table.notes.append(Self.machine())
+        var rawHop: Double?
+        if parts.contains(.bus) {
+            await measuring("bus: publisher to subscriber through the proxy", into: &table) { rawHop = try await measureBus(into: &$0) }
+        }
         let environment = ["TETHER_CHUNK_DELAY": "0", "TETHER_RECONNECT_PRESET": settings.preset]
+        let onTheSet: Set<Part> = [.roundTrip, .hops, .frontEnds, .chunks, .gatewayRestart, .status, .idle, .replySizes]
+        var baselines: Baselines?
+        if !parts.isDisjoint(with: onTheSet) {
+            await measuring(
+                "the rows measured on the whole set (\(parts.intersection(onTheSet).map(\.rawValue).sorted().joined(separator: ", ")))", into: &table
+            ) {
+                baselines = try await measureOnTheSet(parts: parts, rawHop: rawHop, environment: environment, into: &$0)
+            }
+        }
+        if parts.contains(.linkUp) {
+            await measuring("reconnect after the link comes back", into: &table) {
+                try await measureLinkUp(handshake: baselines?.handshakes, environment: environment, into: &$0)
+            }
+        }
+        if parts.contains(.firstFrame) {
+            await measuring("first frame and search, by stored entries", into: &table) { try await measureFirstFrames(environment: environment, into: &$0) }
+        }
+        if parts.contains(.chunkLatency) {
+            await measuring("streamed chunks at the development bot's pace", into: &table) {
+                try await measureChunkLatency(environment: environment, into: &$0)
+            }
+        }
+    }
+
+    /// The rows of one set from compose/default.yaml, in the order they disturb it least.
+    private func measureOnTheSet(
+        parts: Set<Part>, rawHop: Double?, environment: [String: String], into table: inout BenchTable
+    ) async throws -> Baselines? {
         let set = try await ComposedSet(environment: environment)
         defer { set.stop() }
         let client = try BusClient(source: "bench", runDirectory: set.run.runDirectory, logger: logger)
         defer { Task { await client.close() } }
         try await awaitConnected(client, after: 0)
 
-        let (handshake, direct, directStream) = try await measureRoundTrips(set: set, client: client, rawHop: rawHop, into: &table)
-        try await measureRoundTripHops(client: client, direct: direct, into: &table)
-        try await measureFrontEnds(set: set, client: client, direct: direct, into: &table)
-        try await measureChunks(client: client, directRate: directStream, into: &table)
-        try await measureGatewayRestart(set: set, client: client, handshake: handshake, into: &table)
-        try await measureLinkUp(handshake: handshake, environment: environment, into: &table)
-        try await measureFirstFrames(environment: environment, into: &table)
-        try await measureChunkLatency(environment: environment, into: &table)
-        try measureStatus(set: set, into: &table)
-        try await measureIdle(set: set, into: &table)
-        try await measureReplySizes(client: client, into: &table)
-        return table
+        // The direct client's figures are the baselines of several rows: without them those
+        // rows say so.
+        var baselines: Baselines?
+        if !parts.isDisjoint(with: [.roundTrip, .hops, .frontEnds, .chunks, .gatewayRestart]) {
+            await measuring("chat round trip: send to delivered mark", into: &table) {
+                baselines = try await measureRoundTrips(set: set, client: client, rawHop: rawHop, into: &$0)
+            }
+        }
+        func withBaselines(_ part: Part, _ title: String, _ body: (Baselines, inout BenchTable) async throws -> Void) async {
+            guard parts.contains(part) else { return }
+            await measuring(title, into: &table) { table in
+                guard let baselines else { throw BenchError("its baseline, the direct client of the round-trip row, was not measured") }
+                try await body(baselines, &table)
+            }
+        }
+        await withBaselines(.hops, "chat round trip, where the time goes") { try await measureRoundTripHops(client: client, direct: $0.direct, into: &$1) }
+        await withBaselines(.frontEnds, "chat round trip with front ends attached") {
+            try await measureFrontEnds(set: set, client: client, direct: $0.direct, into: &$1)
+        }
+        await withBaselines(.chunks, "streamed chunks, gateway to front end") { try await measureChunks(client: client, directRate: $0.streamRate, into: &$1) }
+        await withBaselines(.gatewayRestart, "reconnect after a gateway restart") {
+            try await measureGatewayRestart(set: set, client: client, handshake: $0.handshakes, into: &$1)
+        }
+        if parts.contains(.status) { await measuring("`tether status`", into: &table) { try measureStatus(set: set, into: &$0) } }
+        if parts.contains(.idle) { await measuring("idle: each program", into: &table) { try await measureIdle(set: set, into: &$0) } }
+        if parts.contains(.replySizes) { await measureReplySizes(client: client, into: &table) }
+        return baselines
+    }
+
+    /// The direct client's figures, measured with the round trip.
+    struct Baselines {
+        var handshakes: Samples
+        var direct: Samples
+        var streamRate: Double
+    }
+
+    /// Measures one part: one that throws adds a row that says it was not measured and why.
+    func measuring(_ measurement: String, into table: inout BenchTable, _ body: (inout BenchTable) async throws -> Void) async {
+        do {
+            try await body(&table)
+        } catch {
+            table.add(BenchRow(measurement: measurement, tether: "not measured: \(error)", baseline: "—", target: "", met: nil, measured: false))
+        }
     }
 
     private static func machine() -> String {
@@ -148,7 +216,7 @@ struct Bench {
             table.add(
                 BenchRow(
                     measurement: measurement, tether: "not measured: valgrind is not installed (scripts/bootstrap --tests installs it)", baseline: "—",
-                    target: "≤ 3× raw", met: nil))
+                    target: "≤ 3× raw", met: nil, measured: false))
             return
         }
         let probe = try Self.withoutDebugInformation(FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), in: run)
@@ -213,10 +281,18 @@ struct Bench {
     /// `wire.in`: the outbox's commit lies between the first two), one flush to the disk (the
     /// commit's) and the direct client's own round trip.
     private func measureRoundTrips(
-        set: ComposedSet, client: BusClient, rawHop: Double, into table: inout BenchTable
-    ) async throws -> (
-        handshakes: Samples, direct: Samples, streamRate: Double
-    ) {
+        set: ComposedSet, client: BusClient, rawHop measured: Double?, into table: inout BenchTable
+    ) async throws -> Baselines {
+        // Without the bus rows, raw libzmq's hop is measured through this set's proxy.
+        let rawHop: Double
+        if let measured {
+            rawHop = measured
+        } else {
+            rawHop = try await RawBus.latency(
+                busIn: try set.run.runDirectory.endpoint(Endpoints.busIn), busOut: try set.run.runDirectory.endpoint(Endpoints.busOut), count: 2_000,
+                warmup: 100
+            ).median
+        }
         // The gateway has one conversation: the set steps aside while the direct client talks.
         _ = try await client.request(ConnectionCommand.self, .init(action: .suspend))
         try await awaitPhase(client, .suspended)
@@ -237,7 +313,7 @@ struct Bench {
                 baseline: "\(formatMilliseconds(directTrips.median)) / \(formatMilliseconds(directTrips.p99)) direct WebSocket client; "
                     + "floor \(formatMilliseconds(floor)) (3 × \(formatMilliseconds(rawHop)) raw libzmq, a flush \(formatMilliseconds(flush)), the direct trip)",
                 target: "p50 ≤ 2× the floor", met: samples.median <= 2 * floor))
-        return (handshakes, directTrips, streamRate)
+        return Baselines(handshakes: handshakes, direct: directTrips, streamRate: streamRate)
     }
 
     /// A 4 KB write and its `fdatasync` in `directory`, p50 of 50: the flush of an outbox commit.
@@ -424,22 +500,34 @@ struct Bench {
 
     /// How the bytes on the bus grow with a reply's length. Measured last: a 1 MB reply leaves
     /// protod and snapd larger, which the idle row is not about.
-    private func measureReplySizes(client: BusClient, into table: inout BenchTable) async throws {
+    private func measureReplySizes(client: BusClient, into table: inout BenchTable) async {
         var figures: [String] = []
         var linear = true
+        var unmeasured = false
         for bytes in settings.replyBytes {
             let name = formatBytes(bytes)
-            let sized = try await streamReply(client: client, words: bytes / 2, id: "bench-reply-\(bytes)")
-            let ratio = Double(sized.bytes) / Double(sized.length)
-            linear = linear && ratio <= 4 && sized.whole && sized.breaks == 0
-            figures.append(
-                "\(name): \(formatBytes(sized.bytes)) in \(sized.messages) messages (\(String(format: "%.1f", ratio))× the reply), \(formatMilliseconds(sized.elapsed.seconds * 1000))"
-                    + (sized.whole ? "" : ", NOT whole"))
+            do {
+                let sized = try await streamReply(client: client, words: bytes / 2, id: "bench-reply-\(bytes)")
+                let ratio = Double(sized.bytes) / Double(sized.length)
+                linear = linear && ratio <= 4 && sized.whole && sized.breaks == 0
+                figures.append(
+                    "\(name): \(formatBytes(sized.bytes)) in \(sized.messages) messages (\(String(format: "%.1f", ratio))× the reply), \(formatMilliseconds(sized.elapsed.seconds * 1000))"
+                        + (sized.whole ? "" : ", NOT whole"))
+            } catch {
+                unmeasured = true
+                figures.append("\(name): not measured: \(error)")
+            }
         }
         table.add(
             BenchRow(
                 measurement: "a streamed reply's conv.stream bytes on the bus and its time, first chunk to whole, by its length",
-                tether: figures.joined(separator: "; "), baseline: "—", target: "bytes ≤ 4× the reply at every length (linear)", met: linear))
+                tether: figures.joined(separator: "; "), baseline: "—", target: "bytes ≤ 4× the reply at every length (linear)",
+                met: unmeasured ? nil : linear, measured: !unmeasured))
+    }
+
+    /// A reply protod cut as incomplete, in its words.
+    private struct ReplyCut: Error {
+        var description: String
     }
 
     private struct StreamedReply {
@@ -461,7 +549,8 @@ struct Bench {
     /// end does (``StreamProgress/following(_:)``), until it is final. Streams are told apart
     /// by id: the reply to an earlier message may still be streaming.
     private func streamReply(client: BusClient, words: Int, id: String) async throws -> StreamedReply {
-        let subscription = try await client.subscribe(to: [Topic.conversationStream.name], confirm: true)
+        // The entry too: a reply cut as incomplete ends there, not on conv.stream.
+        let subscription = try await client.subscribe(to: [Topic.conversationStream.name, Topic.conversationMessage.name], confirm: true)
         let content = Array(repeating: "w", count: words).joined(separator: " ")
         let expected = "You said: " + content
         let message = MessageID(id)
@@ -474,25 +563,48 @@ struct Bench {
             var latest: StreamProgress?
         }
         // A reply whose chunks outran protod (it drops what it cannot take) may end without the
-        // whole text: its final progress then says so rather than the bench waiting on.
-        return try await withDeadline(.seconds(600), "waiting for the streamed reply to \(id)") {
-            var progress = subscription.makeAsyncIterator()
-            var streams: [MessageID: Followed] = [:]
-            while let bus = await progress.next() {
-                guard let update = try? bus.decode(StreamProgress.self) else { continue }
-                var stream = streams[update.id] ?? Followed()
-                stream.messages += 1
-                stream.bytes += bus.body.count
-                if let followed = update.following(stream.latest) { stream.latest = followed } else { stream.breaks += 1 }
-                streams[update.id] = stream
-                let text = stream.latest?.content ?? ""
-                let answersThis = update.inReplyTo == message || (text.hasPrefix("You said: w") && text.utf8.count >= expected.utf8.count)
-                guard update.isFinal, answersThis else { continue }
-                return StreamedReply(
-                    chunks: update.chunkIndex + 1, length: expected.utf8.count, messages: stream.messages, bytes: stream.bytes, breaks: stream.breaks,
-                    whole: text == expected && update.chunkIndex == words + 1, elapsed: stream.first.duration(to: .now))
+        // whole text: its final progress then says so rather than the bench waiting on. One
+        // that stops says how far it came: a minute, and a second more for each 5,000 bytes.
+        let seen = Mutex((updates: 0, chunk: -1, bytes: 0))
+        let limit = Duration.seconds(60 + expected.utf8.count / 5_000)
+        do {
+            return try await withDeadline(limit, "waiting for the streamed reply to \(id)") {
+                var progress = subscription.makeAsyncIterator()
+                var streams: [MessageID: Followed] = [:]
+                while let bus = await progress.next() {
+                    if bus.topic == .conversationMessage {
+                        guard let entry = try? bus.decode(TranscriptEntry.self), entry.inReplyTo == message, entry.status == .incomplete else { continue }
+                        let stream = streams[entry.id] ?? Followed()
+                        throw ReplyCut(
+                            description:
+                                "the reply was cut as incomplete after \(formatBytes(entry.content.utf8.count)) of \(formatBytes(expected.utf8.count)) "
+                                + "(\(stream.messages) conv.stream messages): \(entry.detail ?? "no reason given")")
+                    }
+                    guard let update = try? bus.decode(StreamProgress.self) else { continue }
+                    var stream = streams[update.id] ?? Followed()
+                    stream.messages += 1
+                    stream.bytes += bus.body.count
+                    if let followed = update.following(stream.latest) { stream.latest = followed } else { stream.breaks += 1 }
+                    streams[update.id] = stream
+                    let text = stream.latest?.content ?? ""
+                    let answersThis = update.inReplyTo == message || (text.hasPrefix("You said: w") && text.utf8.count >= expected.utf8.count)
+                    if update.inReplyTo == message { seen.withLock { $0 = (stream.messages, update.chunkIndex, text.utf8.count) } }
+                    guard update.isFinal, answersThis else { continue }
+                    return StreamedReply(
+                        chunks: update.chunkIndex + 1, length: expected.utf8.count, messages: stream.messages, bytes: stream.bytes, breaks: stream.breaks,
+                        whole: text == expected && update.chunkIndex == words + 1, elapsed: stream.first.duration(to: .now))
+                }
+                throw BenchError("the streamed reply did not finish")
             }
-            throw BenchError("the streamed reply did not finish")
+        } catch let cut as ReplyCut {
+            throw BenchError(cut.description)
+        } catch {
+            let (updates, chunk, bytes) = seen.withLock { $0 }
+            let reached =
+                updates == 0
+                ? "no conv.stream answered it"
+                : "it had reached chunk \(chunk + 1) of \(words + 2), \(formatBytes(bytes)) of \(formatBytes(expected.utf8.count)), in \(updates) conv.stream messages"
+            throw BenchError("no whole reply in \(limit): \(reached)")
         }
     }
 
@@ -510,10 +622,12 @@ struct Bench {
                 handshake: handshake))
     }
 
-    private func measureLinkUp(handshake: Samples, environment: [String: String], into table: inout BenchTable) async throws {
+    private func measureLinkUp(handshake: Samples?, environment: [String: String], into table: inout BenchTable) async throws {
         if let reason = NetworkNamespace.unavailableReason {
             table.add(
-                BenchRow(measurement: "reconnect after the link comes back", tether: "not measured: \(reason)", baseline: "—", target: "≤ 100 ms", met: nil))
+                BenchRow(
+                    measurement: "reconnect after the link comes back", tether: "not measured: \(reason)", baseline: "—", target: "≤ 100 ms", met: nil,
+                    measured: false))
             return
         }
         let namespace = try NetworkNamespace()
@@ -551,10 +665,11 @@ struct Bench {
         return samples
     }
 
-    private func reconnectRow(_ measurement: String, samples: Samples, handshake: Samples) -> BenchRow {
+    private func reconnectRow(_ measurement: String, samples: Samples, handshake: Samples?) -> BenchRow {
         BenchRow(
             measurement: measurement, tether: "\(formatMilliseconds(samples.median)) / \(formatMilliseconds(samples.maximum))",
-            baseline: "\(formatMilliseconds(handshake.median)) bare WebSocket handshake", target: "≤ 100 ms", met: samples.maximum <= 100)
+            baseline: handshake.map { "\(formatMilliseconds($0.median)) bare WebSocket handshake" } ?? "— (the round-trip row's handshakes not measured)",
+            target: "≤ 100 ms", met: samples.maximum <= 100)
     }
 
     // MARK: The front end

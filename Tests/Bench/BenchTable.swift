@@ -30,6 +30,8 @@ struct BenchRow {
     var target: String
     /// Nil where the row has no target of its own.
     var met: Bool?
+    /// False where the row could not be measured (``tether`` says why).
+    var measured = true
 }
 
 struct BenchTable {
@@ -39,11 +41,15 @@ struct BenchTable {
     mutating func add(_ row: BenchRow) {
         rows.append(row)
         // Each row as it is measured, for a run that is watched or cut short.
-        FileHandle.standardError.write(Data("bench: \(row.measurement): \(row.tether) | \(row.baseline) | \(row.target) | \(Self.verdict(row.met))\n".utf8))
+        FileHandle.standardError.write(Data("bench: \(row.measurement): \(row.tether) | \(row.baseline) | \(row.target) | \(Self.verdict(row))\n".utf8))
     }
 
-    private static func verdict(_ met: Bool?) -> String {
-        switch met {
+    /// Rows that could not be measured.
+    var unmeasured: [BenchRow] { rows.filter { !$0.measured } }
+
+    private static func verdict(_ row: BenchRow) -> String {
+        guard row.measured else { return "**not measured**" }
+        return switch row.met {
         case true?: "met"
         case false?: "**missed**"
         case nil: ""
@@ -56,7 +62,7 @@ struct BenchTable {
             "|---|---|---|---|---|",
         ]
         for row in rows {
-            lines.append("| \(row.measurement) | \(row.tether) | \(row.baseline) | \(row.target) | \(Self.verdict(row.met)) |")
+            lines.append("| \(row.measurement) | \(row.tether) | \(row.baseline) | \(row.target) | \(Self.verdict(row)) |")
         }
         if !notes.isEmpty {
             lines.append("")

@@ -35,7 +35,9 @@ struct FrontEndBench {
 
     func measure(into table: inout BenchTable) async throws {
         guard Tmux.available else {
-            table.add(BenchRow(measurement: "the terminal UI's rows", tether: "not measured: tmux is not installed", baseline: "—", target: "", met: false))
+            table.add(
+                BenchRow(
+                    measurement: "the terminal UI's rows", tether: "not measured: tmux is not installed", baseline: "—", target: "", met: nil, measured: false))
             return
         }
         let run = try TestRunDirectory()

@@ -79,6 +79,29 @@ import TetherWire
 }
 
 extension DeliveryTests {
+    /// As when protod falls behind a fast stream and the bus drops frames before it reads them:
+    /// the gap in the frames' numbers is asked for again, and the reply is whole.
+    @Test func aChunkLostOnItsWayToProtodIsAskedForAgainAndTheReplyIsWhole() async throws {
+        let set = try await ComposedSet(environment: ["TETHER_GATEWAY_FAULTS": #"{"loseChunkIndex": 4}"#])
+        defer { set.stop() }
+        let words = (1...12).map { "word\($0)" }
+        let send = try set.tether(["send", "--timeout", "20"] + words)
+        #expect(send.status == 0, "\(send.standardError)")
+        #expect(send.standardOutput == "You said: " + words.joined(separator: " ") + "\n", "\(send.standardOutput)")
+        let replays = set.log(of: "gateway").split(separator: "\n").filter { $0.contains("session resumed") }
+        #expect(replays.contains { !$0.contains("gateway.replayed=0 ") }, "nothing was replayed: \(replays)")
+    }
+
+    /// The same loss with a gateway of the seeds' JSON alone, which cannot send it again.
+    @Test func aChunkLostOnItsWayFromASeedOnlyGatewayLeavesTheReplyIncomplete() async throws {
+        let set = try await ComposedSet.seedPeer(faults: #", "loseChunkIndex": 4"#, environment: ["TETHER_REPLY_STALL": "3"])
+        defer { set.stop() }
+        let send = try set.tether(["send", "--timeout", "20", "one", "two", "three", "four", "five", "six"])
+        #expect(send.status == 3, "\(send.standardError)")
+        #expect(send.standardOutput == "You said: one two \n", "as far as it came without the gap: \(send.standardOutput)")
+        #expect(send.standardError.contains("the reply stopped"), "\(send.standardError)")
+    }
+
     @Test func replyCutByAGatewayRestartIsMarkedIncomplete() async throws {
         let set = try await ComposedSet()
         defer { set.stop() }

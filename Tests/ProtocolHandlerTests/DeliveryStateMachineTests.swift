@@ -488,6 +488,50 @@ import TetherWire
         #expect(driver.entries { $0.id.value == "r" }.last?.detail?.contains("restarted") == true)
     }
 
+    /// Frames dropped on the bus before protod read them (it fell behind a fast stream): a
+    /// gateway that resumes is asked for what came after the last frame read, once.
+    @Test func aJumpInTheGatewaysSequenceAsksAGatewayThatResumesForTheFramesBetween() {
+        var driver = Self.connected(resuming: true)
+        _ = driver.frame(Self.chunk("r", 0, "You ", sequence: 3))
+        #expect(driver.resumes == 1)
+        _ = driver.frame(Self.chunk("r", 4, "it", sequence: 7))
+        _ = driver.frame(Self.chunk("r", 6, "so", final: true, sequence: 9))
+        #expect(driver.resumes == 2, "asked once until answered")
+        let asked = driver.log.compactMap { action -> Int? in
+            guard case .write(let frame) = action, case .sessionResume(let envelope)? = try? WireCodec().decode(frame.text) else { return nil }
+            return envelope.payload.lastSequence
+        }
+        #expect(asked.last == 3, "after the last frame read before the jump")
+        _ = driver.frame(Self.resumed())
+        // The replay: every frame after 3, those read already among them.
+        for (index, text) in ["said ", "what ", "you ", "it", " and ", "so"].enumerated() {
+            _ = driver.frame(Self.chunk("r", index + 1, text, final: index == 5, sequence: 4 + index))
+        }
+        #expect(driver.entries { $0.id.value == "r" }.count == 1)
+        #expect(driver.entries { $0.id.value == "r" }.last?.content == "You said what you it and so")
+    }
+
+    @Test func aGatewayThatNoLongerHoldsTheFramesMissedCutsTheReplyInWordsThatSaySo() {
+        var driver = Self.connected(resuming: true)
+        _ = driver.frame(Self.chunk("r", 0, "You ", sequence: 3))
+        _ = driver.frame(Self.chunk("r", 9, "so", sequence: 12))
+        _ = driver.frame(Self.resumed(complete: false, session: "s1"))
+        let cut = driver.entries { $0.id.value == "r" }.last
+        #expect(cut?.status == .incomplete)
+        #expect(cut?.content == "You ")
+        #expect(cut?.detail == "the gateway no longer holds the part of the reply that tether-protod missed")
+    }
+
+    /// The seeds' JSON alone need not number frames one by one: a jump asks nothing of it.
+    @Test func aJumpInTheSequenceOfAGatewayThatDoesNotResumeAsksNothing() {
+        var driver = Self.connected(resuming: false)
+        _ = driver.frame(Self.chunk("r", 0, "You ", sequence: 3))
+        let before = driver.resumes
+        _ = driver.frame(Self.chunk("r", 1, "said", final: true, sequence: 10))
+        #expect(driver.resumes == before)
+        #expect(driver.entries { $0.id.value == "r" }.last?.content == "You said")
+    }
+
     @Test func theRepliesStreamingAreSavedAsTheyBeginAndEnd() {
         var driver = Self.connected(resuming: true)
         let saves = { (driver: Driver) in driver.log.compactMap { if case .saveOpenStreams(let streams) = $0 { streams } else { nil } } }

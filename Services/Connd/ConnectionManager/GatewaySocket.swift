@@ -149,6 +149,8 @@ final class GatewayConnection: Sendable {
     private struct State {
         /// The data of the ping sent last, until its pong comes.
         var pingAwaitingPong: ByteBuffer?
+        /// When that ping was sent, or last found answered by other frames.
+        var pingSentAt = ContinuousClock.now
         /// This side sent a close frame.
         var closing = false
         /// When the gateway was last heard from: any frame, a pong included.
@@ -201,19 +203,32 @@ final class GatewayConnection: Sendable {
         channel.close(promise: nil)
     }
 
-    /// Sends a ping; false when the one before it is still without its pong (the gateway
-    /// is not answering), and then sends nothing.
+    /// Sends a ping; false when the one before it is still without its pong and nothing else
+    /// came since it was sent (the gateway is not answering), and then sends nothing. A
+    /// gateway streaming faster than this side reads answers behind its own frames: every
+    /// frame heard since the ping shows it alive, and the pong is awaited still.
     func ping() async throws -> Bool {
         var data = ByteBuffer()
         data.writeInteger(UInt64.random(in: .min ... .max))
-        let previousAnswered = state.withLock { state in
-            guard state.pingAwaitingPong == nil else { return false }
-            state.pingAwaitingPong = data
-            return true
+        let now = ContinuousClock.now
+        let send = state.withLock { state -> Bool? in
+            guard state.pingAwaitingPong != nil else {
+                state.pingAwaitingPong = data
+                state.pingSentAt = now
+                return true
+            }
+            return state.heardAt > state.pingSentAt ? false : nil
         }
-        guard previousAnswered else { return false }
-        try await outbound.write(WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: data))
-        return true
+        switch send {
+        case true?:
+            try await outbound.write(WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: data))
+            return true
+        case false?:
+            state.withLock { $0.pingSentAt = now }
+            return true
+        case nil:
+            return false
+        }
     }
 
     /// Reads frames until the connection ends, while `session` runs; returns the gateway's close frame.

@@ -6,8 +6,8 @@ struct LinkMonitor: Equatable, Sendable {
 
     /// How the gateway shows it is alive.
     enum Rule: Equatable, Sendable {
-        /// A seed gateway answers pings: a ping still without its pong when the next is due
-        /// means the gateway stopped answering.
+        /// A seed gateway answers pings: a ping still without its pong when the next is due,
+        /// and nothing else heard since it was sent, means the gateway stopped answering.
         case pongs
         /// An OpenClaw gateway ticks every `intervalMilliseconds`: no frame for two intervals
         /// means the connection is dead. Pings keep the path warm; their pongs count as frames.
@@ -15,7 +15,8 @@ struct LinkMonitor: Equatable, Sendable {
     }
 
     enum Action: Equatable, Sendable {
-        /// Send a ping, and report whether the one before it had its pong (``pinged(previousAnswered:)``).
+        /// Send a ping, and report whether the gateway answered the one before it, by its pong
+        /// or by any frame since (``pinged(previousAnswered:)``).
         case ping
         /// Report when the gateway was last heard from, any frame counting (``lastHeard(at:now:)``).
         case readLastHeard

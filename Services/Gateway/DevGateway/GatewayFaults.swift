@@ -39,6 +39,9 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
     public var reorderChunks = false
     /// Leave out the chunk of this index from every reply (`null` to stop).
     public var dropChunkIndex: Int?
+    /// Number the chunk of this index in every reply and keep it for a resume, but do not
+    /// write it: a frame lost between the gateway and protod (`null` to stop).
+    public var loseChunkIndex: Int?
     /// Never send a reply's final chunk (nor the bot's idle after it).
     public var omitFinalChunk = false
     /// Greet each new connection with a `system.ping`, a frame of a type no peer knows and a bot
@@ -74,7 +77,8 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case refuseConnections, closeAfterFrames, ignorePings, frameDelayMilliseconds, dropConnectionFraction, sendMalformedFrames, rejectToken
-        case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, omitFinalChunk, greetOnOpen
+        case silent, strictSeed, acknowledgementDelayMilliseconds, duplicateChunks, reorderChunks, dropChunkIndex, loseChunkIndex, omitFinalChunk,
+            greetOnOpen
         case dropDeltaFraction, skipSequence, stopTicking, requirePairing, modelFailure, modelFailureFraction, rateLimitRetries, modelErrorKind
     }
 
@@ -105,6 +109,7 @@ public struct GatewayFaults: Codable, Equatable, Sendable {
         if let value = try container.decodeIfPresent(Bool.self, forKey: .duplicateChunks) { faults.duplicateChunks = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .reorderChunks) { faults.reorderChunks = value }
         if container.contains(.dropChunkIndex) { faults.dropChunkIndex = try container.decodeIfPresent(Int.self, forKey: .dropChunkIndex) }
+        if container.contains(.loseChunkIndex) { faults.loseChunkIndex = try container.decodeIfPresent(Int.self, forKey: .loseChunkIndex) }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .omitFinalChunk) { faults.omitFinalChunk = value }
         if let value = try container.decodeIfPresent(Bool.self, forKey: .greetOnOpen) { faults.greetOnOpen = value }
         if let value = try container.decodeIfPresent(Double.self, forKey: .dropDeltaFraction) { faults.dropDeltaFraction = min(max(value, 0), 1) }

@@ -165,30 +165,41 @@ actor GatewayConversation {
         let chunks = faults.sending(bot.chunks(of: bot.reply(to: chat.content)), messageID: .random(), replyTo: replyTo)
         for chunk in chunks {
             try? await Task.sleep(for: bot.chunkDelay)
-            await emit(chunk, type: .streamingChunk)
+            await emit(chunk, type: .streamingChunk, write: chunk.chunkIndex != faults.loseChunkIndex)
         }
         guard !faults.omitFinalChunk else { return }
         await emit(BotStateUpdate(state: .idle, botName: bot.name), type: .botState)
     }
 
     /// Numbers, keeps and sends a frame.
-    private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: WireMessageType) async {
-        await emit(payload, type: type.rawValue)
+    private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: WireMessageType, write: Bool = true) async {
+        await emit(payload, type: type.rawValue, write: write)
     }
 
-    private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: String) async {
+    /// `write` false: numbered and kept, not written (the `loseChunkIndex` fault).
+    private func emit<Payload: Codable & Sendable>(_ payload: Payload, type: String, write: Bool = true) async {
         sequence += 1
         guard let data = try? codec.encode(payload, type: type, sequence: sequence, serverTimestamp: Date()) else { return }
         let text = String(decoding: data, as: UTF8.self)
         history.append((sequence, text))
-        if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
-        guard let link, link.isLive else { return }
+        // Trimmed in halves, so that a long stream does not move the whole history at each frame.
+        if history.count >= 2 * historyLimit { history.removeFirst(history.count - historyLimit) }
+        guard write, let link, link.isLive else { return }
         do {
             try await link.write(text)
         } catch {
             // The connection is gone; the frame waits in the history for the client's resume.
             detach(link)
         }
+    }
+
+    /// The first kept frame after `sequence`: found where it would be if frames were kept one
+    /// number after another, as they are unless one could not be encoded.
+    private static func frame(after sequence: Int, in history: [(sequence: Int, text: String)]) -> (sequence: Int, text: String)? {
+        guard let first = history.first else { return nil }
+        let index = max(0, sequence + 1 - first.sequence)
+        if index < history.count, history[index].sequence > sequence, index == 0 || history[index - 1].sequence <= sequence { return history[index] }
+        return history.first { $0.sequence > sequence }
     }
 
     /// Sends again every frame after the client's last, then says how it went.
@@ -200,7 +211,7 @@ actor GatewayConversation {
         link.isLive = false
         var replayed = 0
         // Frames emitted while this loop waits on the connection join the history; the loop picks them up.
-        while let next = history.first(where: { $0.sequence > last }) {
+        while let next = Self.frame(after: last, in: history) {
             try await link.write(next.text)
             last = next.sequence
             replayed += 1

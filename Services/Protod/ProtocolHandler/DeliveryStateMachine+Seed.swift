@@ -9,7 +9,11 @@ extension DeliveryStateMachine {
     mutating func receive(_ message: WireMessage, now: Date, into actions: inout [Action]) {
         // Any frame shows the connection and the gateway's reader alive.
         connection?.heard(at: now)
-        if let sequence = Self.serverSequence(of: message) { session.lastSequence = max(session.lastSequence, sequence) }
+        if let sequence = Self.serverSequence(of: message) {
+            // A jump past the next frame: those between were dropped on the way here.
+            if sequence > session.lastSequence + 1, session.lastSequence > 0 { framesMissed(after: session.lastSequence) }
+            session.lastSequence = max(session.lastSequence, sequence)
+        }
         switch message {
         case .messageAck(let envelope):
             acknowledged(envelope.payload, now: now, into: &actions)
@@ -73,6 +77,15 @@ extension DeliveryStateMachine {
         }
     }
 
+    /// Frames after `last` did not reach this side (protod fell behind the bus, whose buffers
+    /// then drop them): a gateway that resumes sends them again. One that does not (the seeds'
+    /// JSON alone) need not number its frames one by one, so a jump there says nothing.
+    mutating func framesMissed(after last: Int) {
+        guard resumeSupport == .resumes, case .seed(var link)? = connection?.dialect, link.resume == nil else { return }
+        link.resume = .due(after: last)
+        connection?.dialect = .seed(link)
+    }
+
     /// The gateway answered a resume: it replays and drops repeated ids. A new session means it restarted.
     mutating func resumed(_ answer: SessionResumed, now: Date, into actions: inout [Action]) {
         resumeSupport = .resumes
@@ -80,13 +93,16 @@ extension DeliveryStateMachine {
             link.resume = nil
             connection?.dialect = .seed(link)
         }
-        if answer.sessionID != session.sessionID {
+        let restarted = answer.sessionID != session.sessionID
+        if restarted {
             session = SessionPoint(sessionID: answer.sessionID, lastSequence: answer.lastSequence)
         }
         guard !answer.complete else { return }
         // What the gateway no longer has will not come: a stream still open stays cut.
+        let why =
+            restarted ? "the gateway lost the rest of the reply (it restarted)" : "the gateway no longer holds the part of the reply that tether-protod missed"
         for id in openStreamsInOrder {
-            cut(id, why: "the gateway lost the rest of the reply (it restarted)", now: now, into: &actions)
+            cut(id, why: why, now: now, into: &actions)
         }
     }
 
