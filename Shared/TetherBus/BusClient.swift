@@ -311,7 +311,7 @@ enum BusOperation: Sendable {
 
 extension CommandErrorReply {
     /// The JSON body of an `error` reply.
-    package static func encoded(_ error: CommandErrorReply) -> Data {
+    public static func encoded(_ error: CommandErrorReply) -> Data {
         (try? BusSchema.encoder.encode(error)) ?? Data(#"{"code":"failed","message":"unencodable error"}"#.utf8)
     }
 }

@@ -147,7 +147,7 @@ public struct IncomingCommand: Sendable {
     /// Who sent it: the ZeroMQ routing identity, or an in-memory bus's own key.
     let identity: [UInt8]
 
-    package init(endpoint: String, requestID: String, method: String, body: Data, identity: [UInt8]) {
+    public init(endpoint: String, requestID: String, method: String, body: Data, identity: [UInt8]) {
         self.endpoint = endpoint
         self.requestID = requestID
         self.method = method
@@ -156,7 +156,7 @@ public struct IncomingCommand: Sendable {
     }
 
     /// The sender's identity, for a bus that routes replies itself.
-    package var sender: [UInt8] { identity }
+    public var sender: [UInt8] { identity }
 }
 
 /// The counters, shared by the client and its socket thread.

@@ -54,7 +54,7 @@ public enum CurveKey {
     }
 
     /// The Z85 text of a 32-byte key.
-    package static func text(_ binary: [UInt8]) -> String? {
+    public static func text(_ binary: [UInt8]) -> String? {
         guard binary.count == 32 else { return nil }
         var characters = [CChar](repeating: 0, count: 41)
         guard zmq_z85_encode(&characters, binary, 32) != nil else { return nil }

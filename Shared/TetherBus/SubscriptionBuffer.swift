@@ -23,7 +23,7 @@ public struct BusSubscription: AsyncSequence, Sendable {
     fileprivate let reader: Reader
 
     /// A subscription reading `buffer`, which its owner fills.
-    package init(_ buffer: SubscriptionBuffer) {
+    public init(_ buffer: SubscriptionBuffer) {
         reader = Reader(buffer)
     }
 
@@ -54,9 +54,9 @@ public struct BusSubscription: AsyncSequence, Sendable {
 /// the stream's generic code, unspecialized in the concurrency library, looked up type
 /// metadata at each step, some 8,600 of the 13,000 instructions a hand-off to a waiting
 /// task cost (callgrind, a thread handing values to a task through an eventfd and each).
-package final class SubscriptionBuffer: Sendable {
+public final class SubscriptionBuffer: Sendable {
     /// What became of a message handed to ``deliver(_:)``.
-    package enum Delivery: Equatable {
+    public enum Delivery: Equatable {
         /// Queued, or taken by the waiting reader.
         case delivered
         /// Queued, and the oldest message waiting was dropped to make room.
@@ -110,7 +110,7 @@ package final class SubscriptionBuffer: Sendable {
     ///   - limit: the messages kept for a reader that falls behind; beyond it the oldest go.
     ///   - onEnd: called once, when the subscription ends from either side (its owner
     ///     finishes it, or its reader stops).
-    package init(limit: Int, onEnd: @escaping @Sendable () -> Void) {
+    public init(limit: Int, onEnd: @escaping @Sendable () -> Void) {
         self.limit = max(1, limit)
         self.onEnd = onEnd
     }
@@ -122,7 +122,7 @@ package final class SubscriptionBuffer: Sendable {
 
     /// Hands `message` to the reader, or queues it.
     @discardableResult
-    package func deliver(_ message: BusMessage) -> Delivery {
+    public func deliver(_ message: BusMessage) -> Delivery {
         let (reader, delivery) = state.withLock { state -> (UnsafeContinuation<BusMessage?, Never>?, Delivery) in
             guard !state.finished && !state.stopped else { return (nil, .ended) }
             if let reader = state.reader {
@@ -142,7 +142,7 @@ package final class SubscriptionBuffer: Sendable {
     }
 
     /// No more messages: the reader gets those waiting, then nil.
-    package func finish() {
+    public func finish() {
         let (reader, ending) = state.withLock { state -> (UnsafeContinuation<BusMessage?, Never>?, Bool) in
             state.finished = true
             defer { state.reader = nil }

@@ -5,11 +5,11 @@ import FoundationEssentials
 ///
 /// libzmq documents its contexts as thread-safe, unlike its sockets; a context is the one
 /// ZeroMQ object shared between threads. Sockets are created and used on one thread each.
-package final class ZMQContext: @unchecked Sendable {
+public final class ZMQContext: @unchecked Sendable {
     /// The context of the proxy's sockets.
-    package static let shared = ZMQContext(blocky: false)
+    public static let shared = ZMQContext(blocky: false)
 
-    package let handle: UnsafeMutableRawPointer
+    public let handle: UnsafeMutableRawPointer
 
     /// - Parameter blocky: whether terminating the context waits for each socket's linger
     ///   (the default); without, sockets that set none linger 0.
@@ -29,14 +29,14 @@ package final class ZMQContext: @unchecked Sendable {
 }
 
 /// The error of the last libzmq call on this thread.
-package func zmqError(_ call: String) -> BusError {
+public func zmqError(_ call: String) -> BusError {
     let code = zmq_errno()
     return .system(call: call, errno: code, message: String(cString: zmq_strerror(code)))
 }
 
 /// A ZeroMQ socket. Not Sendable: it is created, used and closed on one thread.
-package final class ZMQSocket {
-    package let handle: UnsafeMutableRawPointer
+public final class ZMQSocket {
+    public let handle: UnsafeMutableRawPointer
     private var isClosed = false
     /// Whether the socket was sent on, set or made since its input was last read to the end.
     ///
@@ -49,13 +49,13 @@ package final class ZMQSocket {
     /// without the check at run time of each access (see ``BusEventLoop``).
     @exclusivity(unchecked) private var mayHaveInput = true
 
-    package init(type: Int32, context: ZMQContext) throws(BusError) {
+    public init(type: Int32, context: ZMQContext) throws(BusError) {
         guard let handle = zmq_socket(context.handle, type) else { throw zmqError("zmq_socket") }
         self.handle = handle
     }
 
     /// The descriptor that signals when the socket may have something to read (`ZMQ_FD`).
-    package func descriptor() throws(BusError) -> Int32 {
+    public func descriptor() throws(BusError) -> Int32 {
         var descriptor: Int32 = -1
         var size = MemoryLayout<Int32>.size
         guard zmq_getsockopt(handle, ZMQ_FD, &descriptor, &size) == 0 else { throw zmqError("zmq_getsockopt(ZMQ_FD)") }
@@ -63,7 +63,7 @@ package final class ZMQSocket {
     }
 
     /// Whether its input must be read before waiting on its descriptor; clears it.
-    package func takeMayHaveInput() -> Bool {
+    public func takeMayHaveInput() -> Bool {
         defer { mayHaveInput = false }
         return mayHaveInput
     }
@@ -72,7 +72,7 @@ package final class ZMQSocket {
         close()
     }
 
-    package func set(_ option: Int32, _ value: Int32) throws(BusError) {
+    public func set(_ option: Int32, _ value: Int32) throws(BusError) {
         mayHaveInput = true
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
@@ -81,7 +81,7 @@ package final class ZMQSocket {
     }
 
     /// For the options libzmq declares as 64-bit (ZMQ_MAXMSGSIZE).
-    package func set64(_ option: Int32, _ value: Int64) throws(BusError) {
+    public func set64(_ option: Int32, _ value: Int64) throws(BusError) {
         mayHaveInput = true
         var value = value
         guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
@@ -89,25 +89,25 @@ package final class ZMQSocket {
         }
     }
 
-    package func set(_ option: Int32, bytes: [UInt8]) throws(BusError) {
+    public func set(_ option: Int32, bytes: [UInt8]) throws(BusError) {
         mayHaveInput = true
         let rc = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
         guard rc == 0 else { throw zmqError("zmq_setsockopt(\(option))") }
     }
 
-    package func bind(_ endpoint: String) throws(BusError) {
+    public func bind(_ endpoint: String) throws(BusError) {
         mayHaveInput = true
         guard zmq_bind(handle, endpoint) == 0 else { throw zmqError("zmq_bind \(endpoint)") }
     }
 
-    package func connect(_ endpoint: String) throws(BusError) {
+    public func connect(_ endpoint: String) throws(BusError) {
         mayHaveInput = true
         guard zmq_connect(handle, endpoint) == 0 else { throw zmqError("zmq_connect \(endpoint)") }
     }
 
     /// Sends a multipart message without blocking; false when the socket cannot take it now.
     @discardableResult
-    package func send(_ frames: [[UInt8]]) throws(BusError) -> Bool {
+    public func send(_ frames: [[UInt8]]) throws(BusError) -> Bool {
         mayHaveInput = true
         for (index, frame) in frames.enumerated() {
             let flags = ZMQ_DONTWAIT | (index < frames.count - 1 ? ZMQ_SNDMORE : 0)
@@ -122,7 +122,7 @@ package final class ZMQSocket {
 
     /// Sends a bus message, its topic, header and body, without blocking and without
     /// gathering them in an array first; false when the socket cannot take it now.
-    package func send(topic: String, header: [UInt8], body: [UInt8]) throws(BusError) -> Bool {
+    public func send(topic: String, header: [UInt8], body: [UInt8]) throws(BusError) -> Bool {
         mayHaveInput = true
         var topic = topic
         guard topic.withUTF8({ zmq_send(handle, $0.baseAddress, $0.count, ZMQ_DONTWAIT | ZMQ_SNDMORE) }) >= 0 else {
@@ -136,7 +136,7 @@ package final class ZMQSocket {
     }
 
     /// Receives one whole multipart message without blocking; nil when none is waiting.
-    package func receive() throws(BusError) -> [[UInt8]]? {
+    public func receive() throws(BusError) -> [[UInt8]]? {
         var frames: [[UInt8]] = []
         while true {
             var message = zmq_msg_t()
@@ -162,7 +162,7 @@ package final class ZMQSocket {
     /// `keep` frames where libzmq holds them, without copying, and how many frames it had
     /// in all (those past `keep` are dropped unread); nil when none is waiting. The frames
     /// are valid inside `read` only.
-    package func receive<Value>(
+    public func receive<Value>(
         keeping keep: Int, _ read: (_ frames: UnsafeBufferPointer<UnsafeRawBufferPointer>, _ total: Int) -> Value
     ) -> Result<Value, BusError>? {
         // One slot more than is kept: the frames past `keep` go through it.
@@ -195,7 +195,7 @@ package final class ZMQSocket {
         }
     }
 
-    package func close() {
+    public func close() {
         guard !isClosed else { return }
         isClosed = true
         zmq_close(handle)

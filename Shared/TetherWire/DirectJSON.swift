@@ -4,25 +4,25 @@ import FoundationEssentials
 /// body, the streamed chunk): what they write is byte for byte what the JSONEncoder they
 /// stand in for writes, and what they cannot read exactly as its JSONDecoder would, they
 /// leave to it.
-package enum DirectJSON {
+public enum DirectJSON {
     /// A byte that goes into a JSON string as it is: not a quote, a backslash or a control
     /// character (the encoder leaves `/` and non-ASCII UTF-8 as they are).
-    package static func isPlain(_ byte: UInt8) -> Bool {
+    public static func isPlain(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
-    package static func append(_ text: StaticString, to bytes: inout [UInt8]) {
+    public static func append(_ text: StaticString, to bytes: inout [UInt8]) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
     /// `value` in decimal, as JSON writes an integer.
-    package static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
+    public static func appendDecimal(_ value: Int64, to bytes: inout [UInt8]) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDecimal(value.magnitude, to: &bytes)
     }
 
     /// `value` in decimal, as JSON writes an integer.
-    package static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
+    public static func appendDecimal(_ value: UInt64, to bytes: inout [UInt8]) {
         var magnitude = value
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, written from the end
         withUnsafeMutableBytes(of: &digits) { buffer in
@@ -38,7 +38,7 @@ package enum DirectJSON {
 
     /// `text` as a JSON string's contents, escaped as the bus's JSONEncoder escapes it: a quote,
     /// a backslash and the control characters (`\b \t \n \f \r` short, the rest `\u00xx`).
-    package static func appendEscaped(_ text: String, to bytes: inout [UInt8]) {
+    public static func appendEscaped(_ text: String, to bytes: inout [UInt8]) {
         var text = text
         text.withUTF8 { utf8 in
             guard let base = utf8.baseAddress else { return }
@@ -79,7 +79,7 @@ package enum DirectJSON {
     /// without its generic code (unspecialized in the standard library, it looked up type
     /// metadata at each call, some 900 instructions for a bus header's source) when the
     /// bytes are ASCII, as topics and program names are.
-    package static func string(utf8 bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    public static func string(utf8 bytes: UnsafeBufferPointer<UInt8>) -> String? {
         for byte in bytes where byte >= 0x80 {
             return String(validating: bytes, as: UTF8.self)
         }
@@ -88,7 +88,7 @@ package enum DirectJSON {
 
     /// Whether `key` is `name`. Byte by byte: `elementsEqual` through the sequences'
     /// iterators cost 2,200 instructions a bus header, more than the rest of reading it.
-    package static func isKey(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+    public static func isKey(_ key: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
         name.withUTF8Buffer { name in
             guard name.count == key.count else { return false }
             for index in 0..<key.count where name[index] != key[index] { return false }
@@ -98,7 +98,7 @@ package enum DirectJSON {
 
     /// 1 to 18 decimal digits at `index`, without a leading zero, taken; nil for anything
     /// else (longer numbers are left to the decoder).
-    package static func digits(in bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> Int64? {
+    public static func digits(in bytes: UnsafeBufferPointer<UInt8>, at index: inout Int) -> Int64? {
         let start = index
         var value: Int64 = 0
         while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
@@ -113,23 +113,23 @@ package enum DirectJSON {
 
     /// A cursor over JSON text that reads the forms the direct readers need, and gives up
     /// (nil) on anything else.
-    package struct Reader {
+    public struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        package init(bytes: UnsafeBufferPointer<UInt8>) {
+        public init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
         }
 
         /// Whether only space is left.
-        package var atEnd: Bool {
+        public var atEnd: Bool {
             mutating get {
                 skipSpace()
                 return index == bytes.count
             }
         }
 
-        package mutating func skipSpace() {
+        public mutating func skipSpace() {
             while index < bytes.count {
                 switch bytes[index] {
                 case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -139,7 +139,7 @@ package enum DirectJSON {
         }
 
         /// Takes `byte` after any space.
-        package mutating func take(_ byte: UInt8) -> Bool {
+        public mutating func take(_ byte: UInt8) -> Bool {
             skipSpace()
             guard index < bytes.count, bytes[index] == byte else { return false }
             index += 1
@@ -147,7 +147,7 @@ package enum DirectJSON {
         }
 
         /// A string without escapes or control characters: its bytes between the quotes.
-        package mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
+        public mutating func plainString() -> UnsafeBufferPointer<UInt8>? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             // Scanned with a local index, kept in a register: the reader's own is written once.
             let start = index
@@ -166,7 +166,7 @@ package enum DirectJSON {
 
         /// A string, its escapes undone; nil for a raw control character, an escape JSON does
         /// not have, a `\u` escape of half a surrogate pair, or bytes that are not UTF-8.
-        package mutating func string() -> String? {
+        public mutating func string() -> String? {
             guard take(UInt8(ascii: "\"")) else { return nil }
             var unescaped: [UInt8] = []
             var escaped = false
@@ -239,7 +239,7 @@ package enum DirectJSON {
 
         /// Reads an object: `member` reads the value of each key in turn and says whether it
         /// could (false gives up on the object). True once the closing brace is read.
-        package static func object(
+        public static func object(
             _ reader: inout Reader, member: (_ key: UnsafeBufferPointer<UInt8>, _ reader: inout Reader) -> Bool
         ) -> Bool {
             guard reader.take(UInt8(ascii: "{")) else { return false }
@@ -250,7 +250,7 @@ package enum DirectJSON {
         }
 
         /// Takes `null` after any space.
-        package mutating func null() -> Bool {
+        public mutating func null() -> Bool {
             skipSpace()
             return take(literal: "null")
         }
@@ -269,7 +269,7 @@ package enum DirectJSON {
 
         /// An integer as JSON writes it: an optional minus, no leading zero, at most 18 digits
         /// (longer ones are left to the decoder).
-        package mutating func integer() -> Int64? {
+        public mutating func integer() -> Int64? {
             skipSpace()
             let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
             if negative { index += 1 }
@@ -279,7 +279,7 @@ package enum DirectJSON {
             return negative ? -value : value
         }
 
-        package mutating func boolean() -> Bool? {
+        public mutating func boolean() -> Bool? {
             skipSpace()
             if take(literal: "true") { return true }
             if take(literal: "false") { return false }

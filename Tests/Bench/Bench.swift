@@ -259,8 +259,14 @@ struct Bench {
             throw BenchError("neither llvm-objcopy (of the Swift toolchain) nor objcopy is on PATH")
         }
         let copy = run.path + "/tether-bench-probe"
-        let stripping = try ChildProcess(objcopy, ["--strip-debug", program, copy], outputDirectory: run.path, name: "objcopy")
-        guard try stripping.waitForExit(timeout: .seconds(120)) == 0 else { throw BenchError("\(objcopy) failed: \(stripping.standardError)") }
+        // The library every program links goes beside it, found there through its run path ($ORIGIN).
+        let library = (program as NSString).deletingLastPathComponent + "/libTetherKit.so"
+        var copies = [(program, copy)]
+        if FileManager.default.fileExists(atPath: library) { copies.append((library, run.path + "/libTetherKit.so")) }
+        for (original, stripped) in copies {
+            let stripping = try ChildProcess(objcopy, ["--strip-debug", original, stripped], outputDirectory: run.path, name: "objcopy")
+            guard try stripping.waitForExit(timeout: .seconds(120)) == 0 else { throw BenchError("\(objcopy) failed: \(stripping.standardError)") }
+        }
         return copy
     }
 
@@ -806,7 +812,7 @@ struct Bench {
                         format: "%.2f%% / %.1f/s / %.1f MB (%.1f MB, %.1f MB)", cpu, wakeups, last.peakMegabytes, last.proportionalMegabytes,
                         last.privateMegabytes),
                     baseline: "—",
-                    target: isTether ? "< 0.2% / ≤ 2/s / ≤ 20 MB" : "", met: isTether ? cpu < 0.2 && wakeups <= 2 && last.peakMegabytes <= 20 : nil))
+                    target: isTether ? "< 0.2% / ≤ 1/s / ≤ 20 MB" : "", met: isTether ? cpu < 0.2 && wakeups <= 1 && last.peakMegabytes <= 20 : nil))
         }
         table.add(
             BenchRow(

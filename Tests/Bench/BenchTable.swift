@@ -47,6 +47,12 @@ struct BenchTable {
     /// Rows that could not be measured.
     var unmeasured: [BenchRow] { rows.filter { !$0.measured } }
 
+    /// A table cell: one line (a reason may hold a program's output), its bars escaped.
+    private static func cell(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ").replacingOccurrences(
+            of: "|", with: "\\|")
+    }
+
     private static func verdict(_ row: BenchRow) -> String {
         guard row.measured else { return "**not measured**" }
         return switch row.met {
@@ -62,7 +68,8 @@ struct BenchTable {
             "|---|---|---|---|---|",
         ]
         for row in rows {
-            lines.append("| \(row.measurement) | \(row.tether) | \(row.baseline) | \(row.target) | \(Self.verdict(row)) |")
+            let cells = [row.measurement, row.tether, row.baseline, row.target, Self.verdict(row)].map(Self.cell)
+            lines.append("| " + cells.joined(separator: " | ") + " |")
         }
         if !notes.isEmpty {
             lines.append("")

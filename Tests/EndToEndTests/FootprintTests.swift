@@ -1,38 +1,37 @@
 import Foundation
 import Testing
-import TetherBus
-import TetherSchema
 import TetherTesting
 
-/// The bus, the network monitor, the connection manager and tether-notify run on FoundationEssentials
-/// alone: the full Foundation, its ICU data and FoundationInternationalization (about 8 MB
-/// resident a program) are not loaded. One `import Foundation` in a module they link would
-/// bring them back.
+/// Every program maps the one libTetherKit.so for the code they share, and none carries a
+/// copy of it: a package product linked into a program beside the library would put a
+/// second copy of its code (and of its types) in that program. (The programs load the
+/// whole of Foundation through the library since it holds Hummingbird and GRDB: see
+/// docs/BENCHMARKS.md, "One copy of the code".)
 @Suite struct FootprintTests {
-    @Test(arguments: ["tether-bus", "tether-netmon", "tether-connd", "tether-notify"])
-    func theSmallProgramsDoNotLoadTheFullFoundation(program: String) async throws {
+    static let programs = [
+        "tether", "tether-bus", "tether-netmon", "tether-connd", "tether-protod", "tether-snapd", "tether-tap", "tether-web", "tether-gateway",
+        "tether-compose", "tether-notify",
+    ]
+
+    /// Mangled-name prefixes of modules that live in the library only. A program defines the
+    /// nominal type descriptors (`Mn`) of its own types alone: one of these modules' means the
+    /// program holds a copy of the module (what a client emits of another module's types,
+    /// outlined copies and witness table caches, has other suffixes).
+    static let sharedModules = ["$s9TetherBus", "$s12TetherSchema", "$s10TetherWire", "$s7Logging", "$s7NIOCore", "$s16ServiceLifecycle", "$s14ArgumentParser"]
+
+    @Test(arguments: programs)
+    func eachProgramLinksTheSharedLibraryAndHoldsNoCopyOfIt(program: String) throws {
+        let path = Programs.path(program)
         let run = try TestRunDirectory()
-        let bus = try ChildProcess(Programs.path("tether-bus"), ["--run-dir", run.path], outputDirectory: run.path)
-        defer { bus.stop() }
-        // connd runs trying to reach a gateway that is not there.
-        let arguments = program == "tether-connd" ? ["--url", "ws://127.0.0.1:9/ws"] : []
-        let process =
-            program == "tether-bus"
-            ? bus
-            : try ChildProcess(
-                Programs.path(program), ["--run-dir", run.path] + arguments, environment: ["TETHER_TOKEN": "footprint"], outputDirectory: run.path)
-        defer { if process !== bus { process.stop() } }
-        var libraries: [String] = []
-        let loaded = await eventually {
-            // The dynamic loader maps every library before main; the bus's socket shows main ran.
-            // Read to its end: Foundation stops at the first short read, which for this file is its first page of lines.
-            libraries = ((try? TextFile.read("/proc/\(process.pid)/maps")) ?? "")
-                .split(separator: "\n").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first.map(String.init) }
-            return libraries.contains { $0.hasSuffix("/libFoundationEssentials.so") }
-                && FileManager.default.fileExists(atPath: run.path + "/" + Endpoints.busIn)
+        let ldd = try ChildProcess("/usr/bin/ldd", [path], outputDirectory: run.path, name: "ldd-\(program)")
+        #expect(try ldd.waitForExit(timeout: .seconds(30)) == 0)
+        let library = ldd.standardOutput.split(separator: "\n").first { $0.contains("libTetherKit.so") }
+        #expect(library?.contains("not found") == false, "\(program) does not find libTetherKit.so: \(ldd.standardOutput)")
+        let nm = try ChildProcess("/usr/bin/nm", ["--defined-only", path], outputDirectory: run.path, name: "nm-\(program)")
+        #expect(try nm.waitForExit(timeout: .seconds(60)) == 0, "\(nm.standardError)")
+        let copied = nm.standardOutput.split(separator: "\n").compactMap { $0.split(separator: " ").last }.filter { symbol in
+            symbol.hasSuffix("Mn") && Self.sharedModules.contains { symbol.hasPrefix($0) }
         }
-        #expect(loaded, "\(program) did not start: \(process.standardError)")
-        let full = libraries.filter { $0.hasSuffix("/libFoundation.so") || $0.contains("FoundationInternationalization") || $0.contains("_FoundationICU") }
-        #expect(full.isEmpty, "\(program) loads \(Set(full).sorted())")
+        #expect(copied.isEmpty, "\(program) holds code of the shared library's modules: \(copied.prefix(5))")
     }
 }
