@@ -208,25 +208,27 @@ final class GatewayConnection: Sendable {
     /// gateway streaming faster than this side reads answers behind its own frames: every
     /// frame heard since the ping shows it alive, and the pong is awaited still.
     func ping() async throws -> Bool {
+        enum Step { case send, stillAwaited, unanswered }
         var data = ByteBuffer()
         data.writeInteger(UInt64.random(in: .min ... .max))
         let now = ContinuousClock.now
-        let send = state.withLock { state -> Bool? in
-            guard state.pingAwaitingPong != nil else {
+        let step = state.withLock { state -> Step in
+            if state.pingAwaitingPong == nil {
                 state.pingAwaitingPong = data
                 state.pingSentAt = now
-                return true
+                return .send
             }
-            return state.heardAt > state.pingSentAt ? false : nil
+            guard state.heardAt > state.pingSentAt else { return .unanswered }
+            state.pingSentAt = now
+            return .stillAwaited
         }
-        switch send {
-        case true?:
+        switch step {
+        case .send:
             try await outbound.write(WebSocketFrame(fin: true, opcode: .ping, maskKey: .random(), data: data))
             return true
-        case false?:
-            state.withLock { $0.pingSentAt = now }
+        case .stillAwaited:
             return true
-        case nil:
+        case .unanswered:
             return false
         }
     }
