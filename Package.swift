@@ -65,7 +65,11 @@ let package = Package(
         .executable(name: "tether-notify", targets: ["tether-notify"]),
     ],
     dependencies: [
-        .package(path: "Shared")
+        .package(path: "Shared"),
+        // For its generate-manual plugin alone (scripts/manuals): a package's plugins are
+        // usable only from a package that depends on it directly. No target here names its
+        // product; ArgumentParser comes through the library like every other module.
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // The terminal through ncursesw (Debian: libncurses-dev), for the terminal UI.

@@ -18,7 +18,7 @@ import TetherWire
     /// The pending approvals, as `tether approvals --json` prints them.
     static func approvals(_ set: ComposedSet) throws -> ApprovalsUpdate {
         let listed = try set.tether(["approvals", "--json"])
-        guard listed.status == 0 else { throw TestFailure("tether approvals: \(listed.status) \(listed.standardError)") }
+        guard listed.status == 0 else { throw TestFailure("tether approvals: \(listed.status.map(String.init) ?? "no exit status") \(listed.standardError)") }
         return try BusSchema.makeDecoder().decode(ApprovalsUpdate.self, from: Data(listed.standardOutput.utf8))
     }
 
