@@ -46,9 +46,10 @@ extension ContinuousClock: DriverClock {
 /// deadline (a renewal, a reply growing) costs no timer. Cancelling ``run(_:perform:)`` ends
 /// it, and a job still waiting then fails with `CancellationError`.
 ///
-/// Inputs are events (``send(_:)``) and jobs (``perform(_:)``): a job reads or changes the
-/// machine and may carry out I/O in between (commit a message, then feed the machine its
-/// acceptance) with no other input decided meanwhile.
+/// Inputs are events (``send(_:)``) and jobs (``perform(_:)``, or ``submit(backlog:_:)``
+/// when the sender need not wait for it): a job reads or changes the machine and may carry
+/// out I/O in between (commit a message, then feed the machine its acceptance) with no other
+/// input decided meanwhile.
 public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Sendable where Clock.Instant == Machine.Instant {
     /// What a job is handed: the machine, the time, and the way to carry out actions.
     public struct Context: Sendable {
@@ -108,6 +109,21 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
         }
     }
 
+    /// Queues a job and returns without waiting for it, while fewer than `backlog` inputs
+    /// wait; past that it waits until its job has run. A reader that feeds the machine this
+    /// way goes back to its source at once instead of waiting a turn of the machine, and one
+    /// faster than the machine is held back (its own buffer fills, and counts what it drops)
+    /// rather than queuing here without end. A job submitted on a driver that has ended is
+    /// not run.
+    public func submit(backlog: Int = 256, _ body: @escaping @Sendable (inout Context) async -> Void) async {
+        let waiting = queue.withLock { $0.inputs.count }
+        guard waiting < backlog else {
+            try? await perform(body)
+            return
+        }
+        enqueue(.job(run: body, fail: { _ in }))
+    }
+
     @discardableResult
     private func enqueue(_ input: Input) -> Bool {
         let queued = queue.withLock { queue in
@@ -122,7 +138,7 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
     /// Runs `machine` until the task is cancelled; `perform` carries out each action, and
     /// `observe` is shown the machine after each round of inputs (to save what it keeps).
     public func run(
-        _ machine: Machine, perform: @escaping @Sendable (Machine.Action) async -> Void,
+        _ machine: consuming Machine, perform: @escaping @Sendable (Machine.Action) async -> Void,
         observe: @Sendable (Machine) async -> Void = { _ in }
     ) async {
         var machine = machine
@@ -133,7 +149,10 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
                 case .event(let event):
                     for action in machine.handle(event, now: clock.now) { await perform(action) }
                 case .job(let run, _):
-                    var context = Context(machine: machine, now: clock.now, perform: perform)
+                    // Moved into the job, not copied: with a second reference held here, the
+                    // job's first change to each collection of the machine (a reply's text, the
+                    // outbox) would copy all of it, once a frame.
+                    var context = Context(machine: consume machine, now: clock.now, perform: perform)
                     await run(&context)
                     machine = context.machine
                 }

@@ -32,7 +32,7 @@ struct Bench {
     /// The parts of the bench, each a group of rows that can be measured alone (`--only`).
     enum Part: String, CaseIterable, Sendable {
         case bus, roundTrip = "round-trip", hops, frontEnds = "front-ends", chunks, gatewayRestart = "gateway-restart", linkUp = "link-up"
-        case firstFrame = "first-frame", chunkLatency = "chunk-latency", status, idle, replySizes = "reply-sizes"
+        case firstFrame = "first-frame", chunkLatency = "chunk-latency", status, idle, replySizes = "reply-sizes", wakeups
     }
 
     /// Measures every part in `parts`. A part that fails or cannot finish adds a row that says
@@ -44,7 +44,7 @@ struct Bench {
             await measuring("bus: publisher to subscriber through the proxy", into: &table) { rawHop = try await measureBus(into: &$0) }
         }
         let environment = ["TETHER_CHUNK_DELAY": "0", "TETHER_RECONNECT_PRESET": settings.preset]
-        let onTheSet: Set<Part> = [.roundTrip, .hops, .frontEnds, .chunks, .gatewayRestart, .status, .idle, .replySizes]
+        let onTheSet: Set<Part> = [.roundTrip, .hops, .frontEnds, .chunks, .wakeups, .gatewayRestart, .status, .idle, .replySizes]
         var baselines: Baselines?
         if !parts.isDisjoint(with: onTheSet) {
             await measuring(
@@ -98,6 +98,9 @@ struct Bench {
             try await measureFrontEnds(set: set, client: client, direct: $0.direct, into: &$1)
         }
         await withBaselines(.chunks, "streamed chunks, gateway to front end") { try await measureChunks(client: client, directRate: $0.streamRate, into: &$1) }
+        if parts.contains(.wakeups) {
+            await measuring("thread wakeups a message", into: &table) { try await measureWakeups(set: set, client: client, into: &$0) }
+        }
         await withBaselines(.gatewayRestart, "reconnect after a gateway restart") {
             try await measureGatewayRestart(set: set, client: client, handshake: $0.handshakes, into: &$1)
         }
@@ -345,7 +348,7 @@ struct Bench {
 
     /// `count` messages sent one at a time, each timed from the send command to its delivered
     /// mark, leaving out the first `warmup`.
-    private func roundTrips(client: BusClient, count: Int, warmup: Int) async throws -> Samples {
+    func roundTrips(client: BusClient, count: Int, warmup: Int) async throws -> Samples {
         let deliveries = try await client.subscribe(to: [Topic.conversationDelivery.name], confirm: true)
         var updates = deliveries.makeAsyncIterator()
         var samples = Samples()
@@ -536,7 +539,7 @@ struct Bench {
         var description: String
     }
 
-    private struct StreamedReply {
+    struct StreamedReply {
         /// Chunks the gateway sent, and the reply's UTF-8 length.
         var chunks: Int
         var length: Int
@@ -554,7 +557,7 @@ struct Bench {
     /// Sends `words` words to the development bot and follows its streamed answer, as a front
     /// end does (``StreamProgress/following(_:)``), until it is final. Streams are told apart
     /// by id: the reply to an earlier message may still be streaming.
-    private func streamReply(client: BusClient, words: Int, id: String) async throws -> StreamedReply {
+    func streamReply(client: BusClient, words: Int, id: String) async throws -> StreamedReply {
         // The entry too: a reply cut as incomplete ends there, not on conv.stream.
         let subscription = try await client.subscribe(to: [Topic.conversationStream.name, Topic.conversationMessage.name], confirm: true)
         let content = Array(repeating: "w", count: words).joined(separator: " ")

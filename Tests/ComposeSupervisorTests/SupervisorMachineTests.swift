@@ -33,9 +33,19 @@ import TetherTesting
 
         func status(_ name: String) -> ProgramStatus? { machine.statuses.first { $0.name == name } }
 
-        /// Only the actions that are not log lines.
+        /// Only the actions on the programs: not log lines, nor the following of readiness topics.
         static func deeds(_ actions: [Action]) -> [Action] {
-            actions.filter { if case .log = $0 { false } else { true } }
+            actions.filter {
+                switch $0 {
+                case .log, .followReadiness: false
+                default: true
+                }
+            }
+        }
+
+        /// Whether the readiness topics are to be followed from these actions on (nil: unchanged).
+        static func following(_ actions: [Action]) -> Bool? {
+            actions.compactMap { if case .followReadiness(let follow) = $0 { follow } else { nil } }.last
         }
 
         static func logs(_ actions: [Action]) -> [String] {
@@ -100,6 +110,29 @@ import TetherTesting
         let ready = driver.handle(.published(topic: "conn.state", pid: 30))
         #expect(Driver.logs(ready) == ["all 3 programs are ready"])
         #expect(Driver.logs(driver.handle(.heartbeat(program: "tether-bus", pid: 10))).isEmpty, "said once")
+    }
+
+    @Test func theReadinessTopicsAreFollowedOnlyWhileAProgramAwaitsOne() throws {
+        var driver = try Driver(Self.chain)
+        #expect(Driver.following(driver.handle(.begin)) == nil, "connd waits for its dependencies")
+        _ = driver.handle(.spawned("bus", pid: 10, at: driver.date))
+        _ = driver.handle(.heartbeat(program: "tether-bus", pid: 10))
+        _ = driver.handle(.spawned("gateway", pid: 20, at: driver.date))
+        // connd starts: the topic is followed first, so that its publication is heard.
+        let starting = driver.handle(.acceptsConnections("gateway", pid: 20))
+        #expect(starting.first == .followReadiness(true) && Driver.deeds(starting) == [.spawn("connd")], "\(starting)")
+        _ = driver.handle(.spawned("connd", pid: 30, at: driver.date))
+        #expect(Driver.following(driver.handle(.published(topic: "conn.state", pid: 30))) == false)
+        #expect(Driver.following(driver.handle(.published(topic: "conn.state", pid: 30))) == nil, "said once")
+        // connd dies: while it is restarted and until it publishes again, the topic is followed.
+        #expect(Driver.following(driver.handle(.exited("connd", pid: 30, status: .signaled(9)))) == true)
+        _ = driver.wait(.seconds(1))
+        _ = driver.handle(.spawned("connd", pid: 31, at: driver.date))
+        #expect(Driver.following(driver.handle(.published(topic: "conn.state", pid: 30))) == nil, "the run before's publication")
+        #expect(Driver.following(driver.handle(.published(topic: "conn.state", pid: 31))) == false)
+        // The stop follows nothing.
+        _ = driver.handle(.exited("connd", pid: 31, status: .signaled(9)))
+        #expect(Driver.following(driver.handle(.stopRequested)) == false)
     }
 
     @Test func aProgramWaitingLongForItsDependenciesIsSaidOnce() throws {
@@ -222,7 +255,8 @@ import TetherTesting
                 .log("connd did not stop within 5.0 seconds of SIGTERM: killing it (SIGKILL)"), .signal("connd", pid: 30, signal: SIGKILL),
             ])
         let exit = driver.handle(.exited("connd", pid: 30, status: .signaled(9)))
-        #expect(exit == [.log("connd was killed by signal 9 (SIGKILL); restarting it as asked"), .spawn("connd")])
+        // Its topic is followed again for the new run.
+        #expect(exit == [.followReadiness(true), .log("connd was killed by signal 9 (SIGKILL); restarting it as asked"), .spawn("connd")])
         #expect(driver.status("connd")?.restarts == 1)
     }
 
@@ -262,7 +296,7 @@ import TetherTesting
         _ = driver.handle(.restartRequested("connd"))
         _ = driver.handle(.exited("connd", pid: 30, status: .exited(0)))
         #expect(driver.status("connd")?.phase == .starting)
-        #expect(driver.handle(.stopRequested).isEmpty, "its start is under way")
+        #expect(Driver.deeds(driver.handle(.stopRequested)).isEmpty, "its start is under way")
         #expect(
             driver.handle(.spawned("connd", pid: 31, at: driver.date)) == [
                 .log("started connd (pid 31)"), .log("stopping connd"), .signal("connd", pid: 31, signal: SIGTERM),

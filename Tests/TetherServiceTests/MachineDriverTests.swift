@@ -15,6 +15,8 @@ import TetherTesting
         }
 
         var deadline: Int?
+        /// Storage a job may change in place: the driver holds no second reference to it.
+        var storage = Storage()
 
         mutating func handle(_ event: Event, now: Int) -> [String] {
             switch event {
@@ -32,6 +34,9 @@ import TetherTesting
         var nextDeadline: Int? { deadline }
         static var timePassed: Event { .tick }
     }
+
+    /// A reference the machine holds, as its collections hold their storage.
+    final class Storage: Sendable {}
 
     /// Time that moves only when told.
     final class ManualClock: DriverClock {
@@ -158,5 +163,87 @@ import TetherTesting
         await #expect(throws: CancellationError.self) {
             try await driver.perform { $0.machine.deadline }
         }
+    }
+
+    @Test func aJobHoldsTheOnlyReferenceToTheMachineItChanges() async throws {
+        let driver = MachineDriver<Machine, ManualClock>(clock: ManualClock())
+        let running = Task { await driver.run(Machine()) { _ in } }
+        defer { running.cancel() }
+        driver.send(.say("first"))
+        // A second reference would make the job's first change to a collection copy all of it.
+        let unique = try await driver.perform { isKnownUniquelyReferenced(&$0.machine.storage) }
+        #expect(unique, "the driver kept a reference to the machine while a job changed it")
+        let stillUnique = try await driver.perform { isKnownUniquelyReferenced(&$0.machine.storage) }
+        #expect(stillUnique, "the job's machine was not taken back whole")
+    }
+
+    @Test func aSubmittedJobRunsInItsTurnWithoutItsSenderWaiting() async throws {
+        let clock = ManualClock()
+        let driver = MachineDriver<Machine, ManualClock>(clock: clock)
+        let said = Said()
+        let gate = Gate()
+        let running = Task { await driver.run(Machine()) { said.add($0) } }
+        defer { running.cancel() }
+        // The first job holds the machine until the gate opens: what comes after it waits.
+        let holding = Task { try await driver.perform { _ in await gate.wait() } }
+        #expect(await eventually { gate.isWaited })
+        driver.send(.say("one"))
+        await driver.submit { context in await context.handle(.say("two")) }
+        driver.send(.say("three"))
+        #expect(said.all.isEmpty, "submit waited for its job")
+        gate.open()
+        try await holding.value
+        _ = try await driver.perform { _ in }
+        #expect(said.all == ["one at 0", "after one", "two at 0", "after two", "three at 0", "after three"])
+    }
+
+    @Test func submitWaitsForItsJobOnceTheBacklogIsFull() async throws {
+        let driver = MachineDriver<Machine, ManualClock>(clock: ManualClock())
+        let said = Said()
+        let gate = Gate()
+        let running = Task { await driver.run(Machine()) { said.add($0) } }
+        defer { running.cancel() }
+        let holding = Task { try await driver.perform { _ in await gate.wait() } }
+        #expect(await eventually { gate.isWaited })
+        for index in 0..<3 { await driver.submit(backlog: 3) { context in await context.handle(.say("\(index)")) } }
+        let fourth = Task { await driver.submit(backlog: 3) { context in await context.handle(.say("3")) } }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(said.all.isEmpty)
+        gate.open()
+        await fourth.value
+        // It returned once its job had run, after the three before it.
+        #expect(said.all.count == 8 && said.all.last == "after 3", "\(said.all)")
+        try await holding.value
+    }
+}
+
+/// Holds a job until opened.
+final class Gate: Sendable {
+    private struct State {
+        var open = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether a job waits at the gate now.
+    var isWaited: Bool { state.withLock { $0.waiter != nil } }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let open = state.withLock { state in
+                if !state.open { state.waiter = continuation }
+                return state.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        state.withLock { state in
+            state.open = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }?.resume()
     }
 }

@@ -58,6 +58,8 @@ public actor Supervisor {
     private var written: [ProgramStatus] = []
     /// The bus, while the set runs: the programs held back are said on it.
     private var bus: BusClient?
+    /// The readiness topics' subscription and its reader, while they are followed.
+    private var readiness: Task<Void, Never>?
     /// The programs held back as last said on `sys.misconfigured`.
     private var saidMisconfigured: [MisconfiguredPrograms.Program] = []
     /// Each program's current run.
@@ -105,10 +107,7 @@ public actor Supervisor {
 
         let bus = try BusClient(source: "tether-compose", runDirectory: options.runDirectory, logger: logger)
         self.bus = bus
-        let readinessTopics = file.programs.compactMap { program -> String? in
-            if case .topic(let topic) = program.ready { topic } else { nil }
-        }
-        let beats = try await bus.subscribe(to: [Topic.heartbeat.name] + readinessTopics)
+        let beats = try await bus.subscribe(to: [Topic.heartbeat.name])
         let commands = try await bus.serve(endpoint: ComposeCommands.endpoint)
         let dispatcher = controlCommands(bus: bus)
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
@@ -133,6 +132,7 @@ public actor Supervisor {
             for await _ in stopped { break }
             group.cancelAll()
         }
+        readiness?.cancel()
         self.bus = nil
         await bus.close()
         writeState()
@@ -147,7 +147,23 @@ public actor Supervisor {
             if let process = processes[name], process.pid == pid { process.signalGroup(signal) }
         case .checkConnections(let name, let pid): checkConnections(name, pid: pid)
         case .log(let message): log(message)
+        case .followReadiness(let follow): followReadiness(follow)
         case .finished: finished = true
+        }
+    }
+
+    /// Subscribes to the readiness topics, or drops the subscription (which unsubscribes it).
+    private func followReadiness(_ follow: Bool) {
+        readiness?.cancel()
+        readiness = nil
+        let topics = file.programs.compactMap { program -> String? in
+            if case .topic(let topic) = program.ready { topic } else { nil }
+        }
+        guard follow, let bus, !topics.isEmpty else { return }
+        let driver = self.driver
+        readiness = Task {
+            guard let messages = try? await bus.subscribe(to: topics) else { return }
+            await Self.forwardReadiness(messages, to: driver)
         }
     }
 
@@ -280,7 +296,7 @@ public actor Supervisor {
 
     // MARK: Readiness
 
-    /// Heartbeats and publications on readiness topics, as events for the machine.
+    /// Heartbeats, and publications on the readiness topics while they are followed, as events for the machine.
     private static func forwardReadiness(_ messages: BusSubscription, to driver: MachineDriver<SupervisorMachine, ContinuousClock>) async {
         for await message in messages {
             if message.topic == .heartbeat {

@@ -41,6 +41,11 @@ struct SupervisorMachine {
         case checkConnections(String, pid: Int32)
         /// Say this in the supervisor's log.
         case log(String)
+        /// Follow the readiness topics (`ready: topic:…`), or stop following them: they are
+        /// followed only while a program that is ready by one runs, or is about to, and is not
+        /// ready yet, since each publication on them (`outbox.summary` at every message) would
+        /// wake the supervisor for nothing. Its owner publishes again for a new subscriber.
+        case followReadiness(Bool)
         /// The set is stopped: nothing is left running.
         case finished
     }
@@ -87,6 +92,8 @@ struct SupervisorMachine {
     private var heartbeats: [String: Int32] = [:]
     /// For each readiness topic, the pids that published on it.
     private var publishers: [String: Set<Int32>] = [:]
+    /// Whether the readiness topics are followed (``Action/followReadiness(_:)``).
+    private var followingReadiness = false
 
     init(programs: [ProgramSpec], stopDeadline: Duration, now: ContinuousClock.Instant) {
         self.programs = programs.map { Program(spec: $0, status: ProgramStatus(name: $0.name), budget: $0.restartLimit) }
@@ -167,6 +174,17 @@ struct SupervisorMachine {
             actions.append(.log("all \(programs.count) programs are ready"))
         }
         scheduleConnectionChecks(now: now)
+        let awaited =
+            !shuttingDown
+            && programs.contains { program in
+                guard case .topic = program.spec.ready else { return false }
+                return program.supervised && !program.status.ready
+            }
+        if awaited != followingReadiness {
+            followingReadiness = awaited
+            // Before the program starts, when it starts now; after whatever ended the wait.
+            if awaited { actions.insert(.followReadiness(true), at: 0) } else { actions.append(.followReadiness(false)) }
+        }
         return actions
     }
 

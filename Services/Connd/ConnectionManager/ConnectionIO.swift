@@ -30,17 +30,10 @@ actor ConnectionIO {
     let finished: AsyncStream<Void>
     private let finish: AsyncStream<Void>.Continuation
 
-    /// One attempt: the task doing its I/O, and once its WebSocket is open, the connection
-    /// and what is to be written on it, in order.
+    /// One attempt: the task doing its I/O, and once its WebSocket is open, the connection.
     private struct AttemptIO {
         var task: Task<Void, Never>
         var connection: GatewayConnection?
-        var outgoing: AsyncStream<Outgoing>.Continuation?
-    }
-
-    private enum Outgoing {
-        case text(String)
-        case close
     }
 
     init(bus: any Bus, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox, logger: Logger, driver: Driver) {
@@ -66,7 +59,11 @@ actor ConnectionIO {
         case .openSocket(let id, let token, let authorize):
             attempts[id]?.task = Task { await self.runSocket(id, token: token, authorize: authorize) }
         case .write(let id, let text):
-            attempts[id]?.outgoing?.yield(.text(text))
+            // Onto the connection's event loop from here, in the order the machine wrote them.
+            let logger = self.logger
+            attempts[id]?.connection?.send(text: text) { error in
+                logger.warning("cannot write a frame", metadata: ["connection.error": "\(error)"])
+            }
         case .ping(let id):
             // Sent beside the text messages, not queued behind them: a long write does not hold the heartbeat up.
             guard let connection = attempts[id]?.connection else { return }
@@ -80,7 +77,9 @@ actor ConnectionIO {
         case .readLastHeard(let id):
             if let connection = attempts[id]?.connection { driver.send(.attempt(id, .lastHeard(connection.heardAt))) }
         case .closeGracefully(let id):
-            attempts[id]?.outgoing?.yield(.close)
+            // After the frames written before it: those are on the event loop already.
+            guard let connection = attempts[id]?.connection else { return }
+            Task { try? await connection.close(.normalClosure, reason: "closing") }
         case .end(let id):
             attempts.removeValue(forKey: id)?.task.cancel()
         case .publishInbound(let epoch, let text):
@@ -160,24 +159,20 @@ actor ConnectionIO {
     private func runSocket(_ id: Int, token: String, authorize: Bool) async {
         var headers = HTTPHeaders()
         if authorize { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let (driver, configuration, logger) = (self.driver, self.configuration, self.logger)
+        let (driver, configuration) = (self.driver, self.configuration)
         let report: Report
         do {
+            // Each text message goes to the machine from the task reading the socket.
             let closeFrame = try await GatewaySocket.connect(
                 url: configuration.url, headers: headers, tls: configuration.tlsConfiguration, maximumMessageSize: configuration.maximumFrameSize,
-                deadline: configuration.upgradeDeadline
-            ) { connection in
-                let (outgoing, continuation) = AsyncStream<Outgoing>.makeStream()
-                await self.opened(id, connection: connection, outgoing: continuation)
-                driver.send(.attempt(id, .upgraded))
-                await withDiscardingTaskGroup { group in
-                    group.addTask { await Self.write(outgoing, on: connection, logger: logger) }
-                    for await inbound in connection.messages {
-                        guard case .text(let text) = inbound else { continue }
-                        driver.send(.attempt(id, .text(text, date: Date())))
-                    }
-                    group.cancelAll()
+                deadline: configuration.upgradeDeadline, receiveText: { driver.send(.attempt(id, .text($0, date: Date()))) },
+                opened: { connection in
+                    await self.opened(id, connection: connection)
+                    driver.send(.attempt(id, .upgraded))
                 }
+            ) { connection in
+                // Open until the connection ends.
+                for await _ in connection.messages {}
             }
             report = .ended(closeFrame)
         } catch let error as GatewaySocketError where error.code == .upgradeRefused {
@@ -191,24 +186,7 @@ actor ConnectionIO {
         if !Task.isCancelled { driver.send(.attempt(id, report)) }
     }
 
-    private func opened(_ id: Int, connection: GatewayConnection, outgoing: AsyncStream<Outgoing>.Continuation) {
+    private func opened(_ id: Int, connection: GatewayConnection) {
         attempts[id]?.connection = connection
-        attempts[id]?.outgoing = outgoing
-    }
-
-    /// Writes what the machine asked, in order, until the connection ends.
-    private static func write(_ outgoing: AsyncStream<Outgoing>, on connection: GatewayConnection, logger: Logger) async {
-        for await item in outgoing {
-            switch item {
-            case .text(let text):
-                do {
-                    try await connection.write(text: text)
-                } catch {
-                    logger.warning("cannot write a frame", metadata: ["connection.error": "\(error)"])
-                }
-            case .close:
-                try? await connection.close(.normalClosure, reason: "closing")
-            }
-        }
     }
 }

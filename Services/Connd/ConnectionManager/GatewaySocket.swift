@@ -52,8 +52,14 @@ enum GatewaySocket {
     /// `session` with the open connection; returns the gateway's close frame, or nil when the
     /// connection ended without one (it dropped, or the session aborted it). Cancelling the
     /// task closes the socket, during the upgrade as after it.
+    ///
+    /// With `receiveText`, each text message goes to it from the task reading the socket, in
+    /// order, and not to the connection's `messages`: one hand-off fewer for every frame of a
+    /// streamed reply. `opened` runs before the first message is read, so that what it says
+    /// of the open connection comes before them.
     static func connect(
         url: String, headers: HTTPHeaders, tls: TLSConfiguration?, maximumMessageSize: Int, deadline: Duration,
+        receiveText: (@Sendable (String) -> Void)? = nil, opened: @Sendable (GatewayConnection) async -> Void = { _ in },
         session: @Sendable (GatewayConnection) async throws -> Void
     ) async throws -> GatewayCloseFrame? {
         guard let components = URLComponents(string: url), let host = components.host, let scheme = components.scheme,
@@ -68,12 +74,12 @@ enum GatewaySocket {
         let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
 
         // The channel, once there is one, so that cancelling the task can close it.
-        let opened = Mutex<(any Channel)?>(nil)
+        let openChannel = Mutex<(any Channel)?>(nil)
         let timeout = TimeAmount.nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000)
         let upgrade: EventLoopFuture<UpgradeResult> = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(timeout)
             .connect(host: host, port: port) { channel in
-                opened.withLock { $0 = channel }
+                openChannel.withLock { $0 = channel }
                 return channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: host))
@@ -94,7 +100,7 @@ enum GatewaySocket {
                     return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                 }
             }
-        let channel = opened.withLock { $0 }
+        let channel = openChannel.withLock { $0 }
         // Whatever happens from here, the socket is closed before this returns or throws.
         let result: UpgradeResult
         do {
@@ -114,7 +120,9 @@ enum GatewaySocket {
         case .webSocket(let webSocket):
             return try await withTaskCancellationHandler {
                 try await webSocket.executeThenClose { inbound, outbound in
-                    let connection = GatewayConnection(channel: webSocket.channel, outbound: outbound, maximumMessageSize: maximumMessageSize)
+                    let connection = GatewayConnection(
+                        channel: webSocket.channel, outbound: outbound, maximumMessageSize: maximumMessageSize, receiveText: receiveText)
+                    await opened(connection)
                     return try await connection.run(inbound: inbound, session: session)
                 }
             } onCancel: {
@@ -143,6 +151,8 @@ final class GatewayConnection: Sendable {
     private let channel: any Channel
     private let outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>
     private let maximumMessageSize: Int
+    /// Where text messages go instead of `messages`, when given.
+    private let receiveText: (@Sendable (String) -> Void)?
     private let state = Mutex(State())
     private let (incoming, incomingContinuation) = AsyncStream<GatewayInbound>.makeStream()
 
@@ -157,13 +167,18 @@ final class GatewayConnection: Sendable {
         var heardAt = ContinuousClock.now
     }
 
-    init(channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>, maximumMessageSize: Int) {
+    init(
+        channel: any Channel, outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>, maximumMessageSize: Int,
+        receiveText: (@Sendable (String) -> Void)? = nil
+    ) {
         self.channel = channel
         self.outbound = outbound
         self.maximumMessageSize = maximumMessageSize
+        self.receiveText = receiveText
     }
 
-    /// The text messages from the gateway, and the wake-ups asked for, until the connection ends.
+    /// The text messages from the gateway (unless they go to a receiver of their own), and
+    /// the wake-ups asked for, until the connection ends.
     var messages: AsyncStream<GatewayInbound> { incoming }
 
     /// When the gateway was last heard from (any frame).
@@ -182,6 +197,15 @@ final class GatewayConnection: Sendable {
     /// Writes a text message.
     func write(text: String) async throws {
         try await outbound.write(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text)))
+    }
+
+    /// Writes a text message without waiting for it: straight onto the connection's event
+    /// loop, where the messages sent this way go out in the order they were sent, with no
+    /// task between the caller and the socket. `failed` hears a message that could not be
+    /// written (the connection is closing).
+    func send(text: String, failed: @escaping @Sendable (any Error) -> Void) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text))
+        channel.writeAndFlush(frame).whenFailure(failed)
     }
 
     /// Sends a close frame; the connection ends when the gateway answers it (or the socket closes).
@@ -276,7 +300,7 @@ final class GatewayConnection: Sendable {
                     try? await close(.dataInconsistentWithMessage, reason: "text is not UTF-8")
                     throw GatewaySocketError(code: .invalidText)
                 }
-                incomingContinuation.yield(.text(text))
+                if let receiveText { receiveText(text) } else { incomingContinuation.yield(.text(text)) }
             case .ping:
                 try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData))
             case .pong:

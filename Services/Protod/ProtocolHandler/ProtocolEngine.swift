@@ -368,9 +368,11 @@ actor ProtocolEngine {
 
     // MARK: Bus input
 
-    /// Decodes a bus message and feeds the machine what it says; returns once that is carried out.
-    func receive(_ message: BusMessage) async {
-        _ = try? await driver.perform { context in await self.receive(message, in: &context) }
+    /// Decodes a bus message and feeds the machine what it says, in its turn; returns once it
+    /// is queued (once it is carried out when many wait), so that the reader goes back to the
+    /// bus at once.
+    nonisolated func receive(_ message: BusMessage) async {
+        await driver.submit { context in await self.receive(message, in: &context) }
     }
 
     private func receive(_ message: BusMessage, in context: inout Context) async {
