@@ -188,7 +188,7 @@ public struct Outbox: Sendable {
             retryDelayMilliseconds: retry.delayMilliseconds, retryTimeoutMilliseconds: retry.timeoutMilliseconds, timeouts: 0, session: session,
             attachments: attachments, whileBusy: whileBusy?.rawValue)
         let attachmentsJSON = try attachments.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        return try await database.write { db in
+        return try writeHere { db in
             // One prepared statement, kept: the send path's commit waits for it. The sequence
             // is the next one; an id already here adds nothing and returns no row.
             let insert = try db.cachedStatement(
@@ -219,7 +219,7 @@ public struct Outbox: Sendable {
     /// Ends messages still pending with a final status; returns the ids it changed.
     @discardableResult
     public func finish(_ ids: [String], as status: DeliveryStatus) async throws -> [String] {
-        try await database.write { db in
+        try writeHere { db in
             var changed: [String] = []
             for id in ids {
                 try db.execute(
@@ -232,7 +232,7 @@ public struct Outbox: Sendable {
 
     /// Messages not yet acknowledged, oldest first.
     public func pending() async throws -> [OutboxMessage] {
-        try await database.read { db in
+        try readHere { db in
             try OutboxMessage
                 .filter([DeliveryStatus.queued, .sent, .accepted].map(\.rawValue).contains(Column("status")))
                 .order(Column("sequence"))
@@ -242,7 +242,7 @@ public struct Outbox: Sendable {
 
     /// Records that messages were written to the connection `connection` (epoch `epoch`).
     public func markSent(ids: [String], epoch: Int, connection: String?, at date: Date = Date()) async throws {
-        try await writeWithoutWaitingForTheDisk { db in
+        try writeWithoutWaitingForTheDisk { db in
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET status = 'sent', attempts = attempts + 1, lastSentAt = ?, sentEpoch = ?, sentConnection = ?
@@ -257,7 +257,7 @@ public struct Outbox: Sendable {
     /// Records the gateway's acknowledgement; when the message was waiting for it, returns
     /// when it was accepted (nil for an acknowledgement that changes nothing).
     public func markDelivered(id: String) async throws -> Date? {
-        try await writeWithoutWaitingForTheDisk { db in
+        try writeWithoutWaitingForTheDisk { db in
             let update = try db.cachedStatement(
                 sql: "UPDATE outbox SET status = 'delivered' WHERE id = ? AND status IN ('queued', 'sent', 'accepted') RETURNING createdAt")
             return try Date.fetchOne(update, arguments: [id])
@@ -266,7 +266,7 @@ public struct Outbox: Sendable {
 
     /// Records that the gateway holds a written message in its queue, in memory (OpenClaw).
     public func markInGatewayQueue(id: String, at date: Date) async throws {
-        try await writeWithoutWaitingForTheDisk { db in
+        try writeWithoutWaitingForTheDisk { db in
             try db.execute(
                 sql: "UPDATE outbox SET status = 'accepted', acceptedAt = ? WHERE id = ? AND status IN ('queued', 'sent')", arguments: [date, id])
         }
@@ -275,7 +275,7 @@ public struct Outbox: Sendable {
     /// Puts a delivered message back among those to send (the gateway lost it), where it
     /// was in the order.
     public func requeue(id: String) async throws {
-        try await database.write { db in
+        try writeHere { db in
             try db.execute(
                 sql: "UPDATE outbox SET status = 'queued', sentEpoch = NULL, sentConnection = NULL WHERE id = ? AND status = 'delivered'", arguments: [id])
         }
@@ -283,7 +283,7 @@ public struct Outbox: Sendable {
 
     /// The gateway session to resume, as last saved.
     public func session() async throws -> (sessionID: String?, lastSequence: Int) {
-        try await database.read { db in
+        try readHere { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT sessionID, lastSequence FROM session WHERE id = 1") else { return (nil, 0) }
             return (row["sessionID"], row["lastSequence"])
         }
@@ -291,7 +291,7 @@ public struct Outbox: Sendable {
 
     /// Saves the gateway session to resume.
     public func saveSession(sessionID: String?, lastSequence: Int) async throws {
-        try await writeWithoutWaitingForTheDisk { db in
+        try writeWithoutWaitingForTheDisk { db in
             try db.execute(
                 sql:
                     "INSERT INTO session (id, sessionID, lastSequence) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET sessionID = excluded.sessionID, lastSequence = excluded.lastSequence",
@@ -301,7 +301,7 @@ public struct Outbox: Sendable {
 
     /// The replies that were streaming when last saved (see ``SavedStream``).
     public func openStreams() async throws -> [SavedStream] {
-        let json = try await database.read { db in try String.fetchOne(db, sql: "SELECT openStreams FROM session WHERE id = 1") }
+        let json = try readHere { db in try String.fetchOne(db, sql: "SELECT openStreams FROM session WHERE id = 1") }
         guard let json else { return [] }
         return (try? JSONDecoder().decode([SavedStream].self, from: Data(json.utf8))) ?? []
     }
@@ -310,7 +310,7 @@ public struct Outbox: Sendable {
     /// incomplete by the stall deadline rather than at once, so it does not wait for the disk.
     public func saveOpenStreams(_ streams: [SavedStream]) async throws {
         let json = streams.isEmpty ? nil : String(decoding: try JSONEncoder().encode(streams), as: UTF8.self)
-        try await writeWithoutWaitingForTheDisk { db in
+        try writeWithoutWaitingForTheDisk { db in
             try db.execute(
                 sql: "INSERT INTO session (id, lastSequence, openStreams) VALUES (1, 0, ?) ON CONFLICT(id) DO UPDATE SET openStreams = excluded.openStreams",
                 arguments: [json])
@@ -320,7 +320,7 @@ public struct Outbox: Sendable {
     /// The session chosen with `tether session use` while protod's `--session` was `startedWith`
     /// (nil: none, or chosen under another `--session`, which then wins).
     public func chosenSession(startedWith: String?) async throws -> String? {
-        try await database.read { db in
+        try readHere { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT chosen, chosenUnder FROM session WHERE id = 1") else { return nil }
             let under: String? = row["chosenUnder"]
             return under == (startedWith ?? "") ? row["chosen"] : nil
@@ -329,7 +329,7 @@ public struct Outbox: Sendable {
 
     /// Keeps the session chosen, and the `--session` it was chosen under.
     public func saveChosenSession(_ key: String, startedWith: String?) async throws {
-        try await database.write { db in
+        try writeHere { db in
             try db.execute(
                 sql: """
                     INSERT INTO session (id, lastSequence, chosen, chosenUnder) VALUES (1, 0, ?, ?)
@@ -339,9 +339,22 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Commits `updates` without waiting for the disk (`synchronous = NORMAL` for this commit).
-    private func writeWithoutWaitingForTheDisk<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await database.writeWithoutTransaction { db in
+    /// Writes on the calling task's thread, as every change of the outbox is written: GRDB's
+    /// `async` write hands the work to its writer queue and the result back, two thread
+    /// wakes for each of the several writes of a message, on the path that the send waits for.
+    private func writeHere<T>(_ updates: (Database) throws -> T) throws -> T {
+        try database.write(updates)
+    }
+
+    /// Reads on the calling task's thread, for the same reason.
+    private func readHere<T>(_ value: (Database) throws -> T) throws -> T {
+        try database.read(value)
+    }
+
+    /// Commits `updates` without waiting for the disk (`synchronous = NORMAL` for this
+    /// commit), on the calling task's thread.
+    private func writeWithoutWaitingForTheDisk<T>(_ updates: (Database) throws -> T) throws -> T {
+        try database.writeWithoutTransaction { db in
             try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
             defer { try? db.cachedStatement(sql: "PRAGMA synchronous = FULL").execute() }
             var result: T?
@@ -356,7 +369,7 @@ public struct Outbox: Sendable {
 
     /// A message by id.
     public func message(id: String) async throws -> OutboxMessage? {
-        try await database.read { db in try OutboxMessage.fetchOne(db, key: id) }
+        try readHere { db in try OutboxMessage.fetchOne(db, key: id) }
     }
 
     // MARK: A damaged outbox
@@ -374,7 +387,7 @@ public struct Outbox: Sendable {
     /// Puts messages into this outbox in the order given, each after the last one here (an
     /// id already here is kept as it is); returns those put in, with their new sequence.
     public func restore(_ messages: [OutboxMessage]) async throws -> [OutboxMessage] {
-        try await database.write { db in
+        try writeHere { db in
             var added: [OutboxMessage] = []
             for var message in messages where try !message.exists(db) {
                 message.sequence = try Int.fetchOne(db, sql: "SELECT COALESCE(MAX(sequence), 0) + 1 FROM outbox") ?? 1
@@ -387,7 +400,7 @@ public struct Outbox: Sendable {
 
     /// The ids of every message in the outbox, whatever its status.
     public func ids() async throws -> Set<String> {
-        try await database.read { db in Set(try String.fetchAll(db, sql: "SELECT id FROM outbox")) }
+        try readHere { db in Set(try String.fetchAll(db, sql: "SELECT id FROM outbox")) }
     }
 
     /// Opens the outbox at `path`. A damaged file is set aside; the messages that can still

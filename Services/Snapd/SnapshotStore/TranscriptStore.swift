@@ -31,8 +31,15 @@ public struct TranscriptStore: Sendable {
     /// database and emptied first: a stopped set leaves whole database files, whichever of
     /// the pool's connections closes last.
     public func close() throws {
-        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        _ = try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
         try database.close()
+    }
+
+    /// Writes on the calling task's thread, as the changes each bus message brings are
+    /// written: GRDB's `async` write hands the work to its writer queue and the result back,
+    /// two thread wakes for a write of a fraction of a millisecond, some eight an exchange.
+    private func writeHere<T>(_ updates: (Database) throws -> T) throws -> T {
+        try database.write(updates)
     }
 
     private static var migrator: DatabaseMigrator {
@@ -160,7 +167,7 @@ public struct TranscriptStore: Sendable {
     /// goes back, so changes may arrive late, twice or out of order.
     @discardableResult
     public func apply(_ entry: TranscriptEntry) async throws -> Applied {
-        try await database.write { db in
+        try writeHere { db in
             try Self.apply(entry, in: db)
             let gap = try Self.follow(entry.revision, in: db)
             return Applied(gap: gap, compacted: try compact(db))
@@ -170,7 +177,7 @@ public struct TranscriptStore: Sendable {
     /// Applies a delivery update to its entry; an unknown id or an older change changes nothing.
     @discardableResult
     public func apply(_ delivery: DeliveryUpdate) async throws -> Applied {
-        try await database.write { db in
+        try writeHere { db in
             try Self.apply(delivery, in: db)
             return Applied(gap: try Self.follow(delivery.revision, in: db), compacted: 0)
         }
@@ -222,7 +229,7 @@ public struct TranscriptStore: Sendable {
     public func apply(_ progress: StreamProgress, after known: StreamProgress? = nil) async throws -> StreamProgress? {
         // Statements kept prepared: every progress of a reply comes here, and parsing their SQL
         // each time was about a tenth of snapd's writing on a streamed reply.
-        try await database.write { db in
+        try writeHere { db in
             let whole = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM transcript WHERE id = ?)")
             guard try !Bool.fetchOne(whole, arguments: [progress.id.value])! else { return nil }
             let kept =
@@ -555,7 +562,7 @@ public struct TranscriptStore: Sendable {
     /// Keeps the conversation `conv.session` says; false when it is the one already kept.
     public func save(_ conversation: ConversationSession) async throws -> Bool {
         let body = try BusSchema.encoder.encode(conversation)
-        return try await database.write { db in
+        return try writeHere { db in
             guard try Self.state("conversation", in: db) != body else { return false }
             try Self.setState("conversation", to: body, in: db)
             return true
