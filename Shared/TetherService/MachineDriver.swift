@@ -113,9 +113,12 @@ public final class MachineDriver<Machine: DrivenMachine, Clock: DriverClock>: Se
     /// wait; past that it waits until its job has run. A reader that feeds the machine this
     /// way goes back to its source at once instead of waiting a turn of the machine, and one
     /// faster than the machine is held back (its own buffer fills, and counts what it drops)
-    /// rather than queuing here without end. A job submitted on a driver that has ended is
-    /// not run.
-    public func submit(backlog: Int = 256, _ body: @escaping @Sendable (inout Context) async -> Void) async {
+    /// rather than queuing here without end. The backlog is short: a command queued behind
+    /// it waits for every input before it, and a send's answer must not wait seconds behind
+    /// a streamed reply. A job submitted on a driver that has ended is
+    /// not run. Never called from a job or an action: past the backlog it would wait for
+    /// its own turn.
+    public func submit(backlog: Int = 32, _ body: @escaping @Sendable (inout Context) async -> Void) async {
         let waiting = queue.withLock { $0.inputs.count }
         guard waiting < backlog else {
             try? await perform(body)

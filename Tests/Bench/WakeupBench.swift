@@ -42,7 +42,8 @@ extension Bench {
     /// "14.2 in all: protod 4.1, connd 3.0, …", each program's switches divided by `count`.
     private static func perMessage(_ counted: [(name: String, switches: Int)], count: Int) -> String {
         guard !counted.contains(where: { $0.switches < 0 }) else {
-            return "not counted: \(counted.filter { $0.switches < 0 }.map(\.name).joined(separator: ", ")) restarted meanwhile"
+            return
+                "not counted: \(counted.filter { $0.switches < 0 }.map(\.name).joined(separator: ", ")) could not be read in /proc before and after (a restart meanwhile ends its count)"
         }
         let each = counted.sorted { $0.switches > $1.switches }.map { String(format: "%@ %.1f", $0.name, Double($0.switches) / Double(count)) }
         let total = Double(counted.reduce(0) { $0 + $1.switches }) / Double(count)

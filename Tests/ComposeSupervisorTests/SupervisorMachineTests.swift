@@ -118,7 +118,8 @@ import TetherTesting
         _ = driver.handle(.spawned("bus", pid: 10, at: driver.date))
         _ = driver.handle(.heartbeat(program: "tether-bus", pid: 10))
         _ = driver.handle(.spawned("gateway", pid: 20, at: driver.date))
-        // connd starts: the topic is followed first, so that its publication is heard.
+        // connd starts: the topic is followed, asked for before the start (the retained value
+        // is published again for the new subscriber, whenever the subscription arrives).
         let starting = driver.handle(.acceptsConnections("gateway", pid: 20))
         #expect(starting.first == .followReadiness(true) && Driver.deeds(starting) == [.spawn("connd")], "\(starting)")
         _ = driver.handle(.spawned("connd", pid: 30, at: driver.date))

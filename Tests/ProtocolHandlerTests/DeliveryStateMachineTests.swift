@@ -448,18 +448,6 @@ import TetherWire
         #expect(driver.deliveries(of: "a").last?.status == .delivered)
     }
 
-    @Test func theGatewaysIdleAfterAWholeReplyIsNotSaidAgain() {
-        var driver = Self.connected(resuming: false)
-        driver.send("a")
-        _ = driver.frame(Self.botState(.thinking, sequence: 2))
-        _ = driver.frame(Self.chunk("r", 0, "You said: a", final: true, sequence: 3))
-        _ = driver.frame(Self.botState(.idle, sequence: 4))
-        _ = driver.frame(Self.botState(.thinking, sequence: 5))
-        let states = driver.log.compactMap { if case .retainBotState(let state) = $0 { state.state } else { nil } }
-        // Thinking, idle once the reply is whole, thinking again: the gateway's idle is no news.
-        #expect(states == [.thinking, .idle, .thinking], "\(states)")
-    }
-
     @Test func aReplyInProgressIsCutWhenTheConnectionOfASeedPeerEnds() {
         var driver = Self.connected(resuming: false)
         driver.send("a")

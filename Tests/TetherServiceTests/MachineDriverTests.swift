@@ -177,7 +177,8 @@ import TetherTesting
         #expect(stillUnique, "the job's machine was not taken back whole")
     }
 
-    @Test func aSubmittedJobRunsInItsTurnWithoutItsSenderWaiting() async throws {
+    // A submit that waits would hang here rather than fail: the limit ends it.
+    @Test(.timeLimit(.minutes(1))) func aSubmittedJobRunsInItsTurnWithoutItsSenderWaiting() async throws {
         let clock = ManualClock()
         let driver = MachineDriver<Machine, ManualClock>(clock: clock)
         let said = Said()
@@ -197,7 +198,7 @@ import TetherTesting
         #expect(said.all == ["one at 0", "after one", "two at 0", "after two", "three at 0", "after three"])
     }
 
-    @Test func submitWaitsForItsJobOnceTheBacklogIsFull() async throws {
+    @Test(.timeLimit(.minutes(1))) func submitWaitsForItsJobOnceTheBacklogIsFull() async throws {
         let driver = MachineDriver<Machine, ManualClock>(clock: ManualClock())
         let said = Said()
         let gate = Gate()
@@ -206,9 +207,14 @@ import TetherTesting
         let holding = Task { try await driver.perform { _ in await gate.wait() } }
         #expect(await eventually { gate.isWaited })
         for index in 0..<3 { await driver.submit(backlog: 3) { context in await context.handle(.say("\(index)")) } }
-        let fourth = Task { await driver.submit(backlog: 3) { context in await context.handle(.say("3")) } }
+        let returned = Said()
+        let fourth = Task {
+            await driver.submit(backlog: 3) { context in await context.handle(.say("3")) }
+            returned.add("fourth")
+        }
         try await Task.sleep(for: .milliseconds(50))
         #expect(said.all.isEmpty)
+        #expect(returned.all.isEmpty, "the fourth submit returned with the backlog full")
         gate.open()
         await fourth.value
         // It returned once its job had run, after the three before it.

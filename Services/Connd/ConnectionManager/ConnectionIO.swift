@@ -30,10 +30,17 @@ actor ConnectionIO {
     let finished: AsyncStream<Void>
     private let finish: AsyncStream<Void>.Continuation
 
-    /// One attempt: the task doing its I/O, and once its WebSocket is open, the connection.
+    /// One attempt: the task doing its I/O, and once its WebSocket is open, the connection
+    /// and what is to be written on it, in order.
     private struct AttemptIO {
         var task: Task<Void, Never>
         var connection: GatewayConnection?
+        var outgoing: AsyncStream<Outgoing>.Continuation?
+    }
+
+    private enum Outgoing {
+        case text(String)
+        case close
     }
 
     init(bus: any Bus, configuration: ConnectionConfiguration, phase: ConnectionPhaseBox, logger: Logger, driver: Driver) {
@@ -59,11 +66,9 @@ actor ConnectionIO {
         case .openSocket(let id, let token, let authorize):
             attempts[id]?.task = Task { await self.runSocket(id, token: token, authorize: authorize) }
         case .write(let id, let text):
-            // Onto the connection's event loop from here, in the order the machine wrote them.
-            let logger = self.logger
-            attempts[id]?.connection?.send(text: text) { error in
-                logger.warning("cannot write a frame", metadata: ["connection.error": "\(error)"])
-            }
+            // Through a writer of its own, which waits while the socket cannot take more: a
+            // backlog (an outbox sent again, with images) waits here, not ahead of the pings.
+            attempts[id]?.outgoing?.yield(.text(text))
         case .ping(let id):
             // Sent beside the text messages, not queued behind them: a long write does not hold the heartbeat up.
             guard let connection = attempts[id]?.connection else { return }
@@ -77,9 +82,7 @@ actor ConnectionIO {
         case .readLastHeard(let id):
             if let connection = attempts[id]?.connection { driver.send(.attempt(id, .lastHeard(connection.heardAt))) }
         case .closeGracefully(let id):
-            // After the frames written before it: those are on the event loop already.
-            guard let connection = attempts[id]?.connection else { return }
-            Task { try? await connection.close(.normalClosure, reason: "closing") }
+            attempts[id]?.outgoing?.yield(.close)
         case .end(let id):
             attempts.removeValue(forKey: id)?.task.cancel()
         case .publishInbound(let epoch, let text):
@@ -159,7 +162,8 @@ actor ConnectionIO {
     private func runSocket(_ id: Int, token: String, authorize: Bool) async {
         var headers = HTTPHeaders()
         if authorize { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let (driver, configuration) = (self.driver, self.configuration)
+        let (driver, configuration, logger) = (self.driver, self.configuration, self.logger)
+        let (outgoing, continuation) = AsyncStream<Outgoing>.makeStream()
         let report: Report
         do {
             // Each text message goes to the machine from the task reading the socket.
@@ -167,12 +171,16 @@ actor ConnectionIO {
                 url: configuration.url, headers: headers, tls: configuration.tlsConfiguration, maximumMessageSize: configuration.maximumFrameSize,
                 deadline: configuration.upgradeDeadline, receiveText: { driver.send(.attempt(id, .text($0, date: Date()))) },
                 opened: { connection in
-                    await self.opened(id, connection: connection)
+                    await self.opened(id, connection: connection, outgoing: continuation)
                     driver.send(.attempt(id, .upgraded))
                 }
             ) { connection in
-                // Open until the connection ends.
-                for await _ in connection.messages {}
+                // Writes until the connection ends.
+                await withDiscardingTaskGroup { group in
+                    group.addTask { await Self.write(outgoing, on: connection, logger: logger) }
+                    for await _ in connection.messages {}
+                    group.cancelAll()
+                }
             }
             report = .ended(closeFrame)
         } catch let error as GatewaySocketError where error.code == .upgradeRefused {
@@ -186,7 +194,24 @@ actor ConnectionIO {
         if !Task.isCancelled { driver.send(.attempt(id, report)) }
     }
 
-    private func opened(_ id: Int, connection: GatewayConnection) {
+    private func opened(_ id: Int, connection: GatewayConnection, outgoing: AsyncStream<Outgoing>.Continuation) {
         attempts[id]?.connection = connection
+        attempts[id]?.outgoing = outgoing
+    }
+
+    /// Writes what the machine asked, in order, until the connection ends.
+    private static func write(_ outgoing: AsyncStream<Outgoing>, on connection: GatewayConnection, logger: Logger) async {
+        for await item in outgoing {
+            switch item {
+            case .text(let text):
+                do {
+                    try await connection.write(text: text)
+                } catch {
+                    logger.warning("cannot write a frame", metadata: ["connection.error": "\(error)"])
+                }
+            case .close:
+                try? await connection.close(.normalClosure, reason: "closing")
+            }
+        }
     }
 }

@@ -146,7 +146,8 @@ enum GatewayInbound: Sendable, Equatable {
 }
 
 /// An open WebSocket to the gateway: text messages out, pings, the close; read by
-/// ``GatewaySocket``, which hands each text message to the session's `messages`.
+/// ``GatewaySocket``, which hands each text message to its receiver when it was given one,
+/// else to the session's `messages`.
 final class GatewayConnection: Sendable {
     private let channel: any Channel
     private let outbound: NIOAsyncChannelOutboundWriter<WebSocketFrame>
@@ -197,15 +198,6 @@ final class GatewayConnection: Sendable {
     /// Writes a text message.
     func write(text: String) async throws {
         try await outbound.write(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text)))
-    }
-
-    /// Writes a text message without waiting for it: straight onto the connection's event
-    /// loop, where the messages sent this way go out in the order they were sent, with no
-    /// task between the caller and the socket. `failed` hears a message that could not be
-    /// written (the connection is closing).
-    func send(text: String, failed: @escaping @Sendable (any Error) -> Void) {
-        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: ByteBuffer(string: text))
-        channel.writeAndFlush(frame).whenFailure(failed)
     }
 
     /// Sends a close frame; the connection ends when the gateway answers it (or the socket closes).

@@ -18,11 +18,7 @@ extension DeliveryStateMachine {
         case .messageAck(let envelope):
             acknowledged(envelope.payload, now: now, into: &actions)
         case .botState(let envelope):
-            let said = BotPresence(name: envelope.payload.botName, state: envelope.payload.state, detail: envelope.payload.detail)
-            // What is known already is not said again: the gateway's idle after a whole reply,
-            // which ended the bot's turn here, would be a second `bot.state` for every reply.
-            guard said != bot else { break }
-            bot = said
+            bot = BotPresence(name: envelope.payload.botName, state: envelope.payload.state, detail: envelope.payload.detail)
             actions.append(.retainBotState(envelope.payload))
         case .streamingChunk(let envelope):
             chunk(envelope.payload, sequence: envelope.sequence, now: now, into: &actions)

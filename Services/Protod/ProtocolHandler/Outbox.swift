@@ -339,9 +339,11 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Writes on the calling task's thread, as every change of the outbox is written: GRDB's
-    /// `async` write hands the work to its writer queue and the result back, two thread
-    /// wakes for each of the several writes of a message, on the path that the send waits for.
+    /// Writes on the calling task's thread, blocking it for the commit and its flush (a
+    /// fraction of a millisecond), as every change of the outbox is written: GRDB's `async`
+    /// write hands the work to its writer queue and the result back, two thread wakes for
+    /// each of the several writes of a message, on the path that the send waits for. The
+    /// outbox has one writer, protod's machine, so nothing waits behind another's write.
     private func writeHere<T>(_ updates: (Database) throws -> T) throws -> T {
         try database.write(updates)
     }

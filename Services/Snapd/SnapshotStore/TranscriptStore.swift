@@ -35,9 +35,11 @@ public struct TranscriptStore: Sendable {
         try database.close()
     }
 
-    /// Writes on the calling task's thread, as the changes each bus message brings are
-    /// written: GRDB's `async` write hands the work to its writer queue and the result back,
-    /// two thread wakes for a write of a fraction of a millisecond, some eight an exchange.
+    /// Writes on the calling task's thread, blocking it for the commit, as the changes the
+    /// conversation's bus messages bring are written: GRDB's `async` write hands the work to
+    /// its writer queue and the result back, two thread wakes for a write of a fraction of a
+    /// millisecond, some eight an exchange. The long writes (a catch-up, a restore) stay
+    /// `async`.
     private func writeHere<T>(_ updates: (Database) throws -> T) throws -> T {
         try database.write(updates)
     }
