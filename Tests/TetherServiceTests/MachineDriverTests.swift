@@ -177,6 +177,13 @@ import TetherTesting
         #expect(stillUnique, "the job's machine was not taken back whole")
     }
 
+    /// A job that holds the machine until `gate` opens, once it holds it: what comes after it waits.
+    static func held(_ driver: MachineDriver<Machine, ManualClock>, at gate: Gate) async -> Task<Void, any Error> {
+        let holding = Task { try await driver.perform { _ in await gate.wait() } }
+        #expect(await eventually { gate.isWaited })
+        return holding
+    }
+
     // A submit that waits would hang here rather than fail: the limit ends it.
     @Test(.timeLimit(.minutes(1))) func aSubmittedJobRunsInItsTurnWithoutItsSenderWaiting() async throws {
         let clock = ManualClock()
@@ -185,9 +192,7 @@ import TetherTesting
         let gate = Gate()
         let running = Task { await driver.run(Machine()) { said.add($0) } }
         defer { running.cancel() }
-        // The first job holds the machine until the gate opens: what comes after it waits.
-        let holding = Task { try await driver.perform { _ in await gate.wait() } }
-        #expect(await eventually { gate.isWaited })
+        let holding = await Self.held(driver, at: gate)
         driver.send(.say("one"))
         await driver.submit { context in await context.handle(.say("two")) }
         driver.send(.say("three"))
@@ -204,8 +209,7 @@ import TetherTesting
         let gate = Gate()
         let running = Task { await driver.run(Machine()) { said.add($0) } }
         defer { running.cancel() }
-        let holding = Task { try await driver.perform { _ in await gate.wait() } }
-        #expect(await eventually { gate.isWaited })
+        let holding = await Self.held(driver, at: gate)
         for index in 0..<3 { await driver.submit(backlog: 3) { context in await context.handle(.say("\(index)")) } }
         let returned = Said()
         let fourth = Task {
