@@ -252,8 +252,10 @@ public enum OpenClawProtocol {
     /// `mainSessionKey` (`agent:<agentId>:<mainKey>`, from `hello-ok`'s session defaults).
     /// Keys are compared without case, as the gateway stores them in lower case.
     public static func canonicalSessionKey(_ requested: String?, mainSessionKey: String?) -> String {
-        let requested = (requested?.trimmingWhitespace() ?? "").lowercased()
         let main = mainSessionKey ?? "agent:main:main"
+        // The usual case, asked for each message waiting at each turn of protod's machine: none asked.
+        guard let asked = requested, !asked.isEmpty else { return main }
+        let requested = asked.trimmingWhitespace().lowercased()
         let parts = main.split(separator: ":", maxSplits: 2).map(String.init)
         let (agentID, mainKey) = parts.count == 3 && parts[0] == "agent" ? (parts[1], parts[2]) : ("main", mainSessionAlias)
         if requested.isEmpty || requested == mainSessionAlias || requested == mainKey.lowercased() { return main }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import Logging
+import Synchronization
 public import TetherBus
 public import TetherSchema
 
@@ -16,23 +17,43 @@ public struct CommandError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Serves the commands of one endpoint: decodes each request, answers a repeated request
-/// id with the reply it already gave (the caller retried), and replies with errors in words.
+/// id with the reply it already gave (the caller retried), or with the one its first
+/// attempt is still waiting for, and replies with errors in words.
 public struct CommandDispatcher: Sendable {
+    /// When a command's handler runs, beside the others or in turn.
+    public enum Turn: Sendable {
+        /// One at a time, in arrival order, with the other commands taken in turn (the default).
+        case inTurn
+        /// In a task of its own, at once: for a handler that waits on a peer (the gateway's
+        /// answer), so that the commands behind it do not wait for that peer too. A send must
+        /// not go unanswered behind a session list the gateway is slow to give.
+        case alongside
+    }
+
+    private struct Handler: Sendable {
+        let turn: Turn
+        let run: @Sendable (Data) async throws -> Data
+    }
+
+    /// Commands answered alongside at most at once; past that, the next is taken in turn.
+    static let alongsideLimit = 64
+
     private let bus: any Bus
     private let logger: Logger
-    private var handlers: [String: @Sendable (Data) async throws -> Data] = [:]
+    private var handlers: [String: Handler] = [:]
 
     public init(bus: any Bus, logger: Logger) {
         self.bus = bus
         self.logger = logger
     }
 
-    /// Adds the handler of a command.
+    /// Adds the handler of a command, run in `turn`.
     public mutating func on<Command: BusCommand>(
         _ command: Command.Type,
+        _ turn: Turn = .inTurn,
         _ handler: @escaping @Sendable (Command.Request) async throws -> Command.Reply
     ) {
-        handlers[Command.method] = { body in
+        handlers[Command.method] = Handler(turn: turn) { body in
             let request: Command.Request
             do {
                 request = try BusSchema.decoder.decode(Command.Request.self, from: body)
@@ -46,34 +67,52 @@ public struct CommandDispatcher: Sendable {
         }
     }
 
-    /// Handles the commands of `stream` one at a time, in arrival order, until it ends.
+    /// Handles the commands of `stream` until it ends: those taken in turn one at a time, in
+    /// arrival order; those answered alongside each in a task of its own.
     public func run(_ stream: AsyncStream<IncomingCommand>) async {
-        var recentReplies = RecentReplies(capacity: 1024)
-        for await command in stream {
-            if let cached = recentReplies[command.requestID] {
-                try? bus.reply(to: command, encodedBody: cached)
-                continue
+        let ledger = CommandLedger(capacity: 1024)
+        await withDiscardingTaskGroup { group in
+            for await command in stream {
+                guard let handler = handlers[command.method] else {
+                    let known = handlers.keys.sorted().joined(separator: ", ")
+                    try? bus.reply(to: command, error: CommandErrorReply(.unknownMethod, "no method '\(command.method)' here; these are: \(known)"))
+                    continue
+                }
+                switch ledger.arrive(command, alongside: handler.turn == .alongside, limit: Self.alongsideLimit) {
+                case .answered(let reply):
+                    try? bus.reply(to: command, encodedBody: reply)
+                case .joined:
+                    break
+                case .inTurn:
+                    await answer(command, with: handler, ledger: ledger)
+                case .alongside:
+                    group.addTask { await answer(command, with: handler, ledger: ledger) }
+                }
             }
-            guard let handler = handlers[command.method] else {
-                let known = handlers.keys.sorted().joined(separator: ", ")
-                try? bus.reply(to: command, error: CommandErrorReply(.unknownMethod, "no method '\(command.method)' here; these are: \(known)"))
-                continue
-            }
-            do {
-                let reply = try await handler(command.body)
-                recentReplies[command.requestID] = reply
-                try bus.reply(to: command, encodedBody: reply)
-            } catch {
-                let reply: CommandErrorReply =
-                    switch error {
-                    case let reply as CommandErrorReply: reply
-                    case let refusal as CommandError: CommandErrorReply(refusal.code, refusal.description)
-                    default: CommandErrorReply(.failed, "\(error)")
-                    }
-                logger.warning(
-                    "command refused",
-                    metadata: ["command.method": "\(command.method)", "command.code": "\(reply.code.rawValue)", "command.error": "\(reply.message)"])
-                try? bus.reply(to: command, error: reply)
+        }
+    }
+
+    /// Runs the handler and answers the command, and every retry of it that came meanwhile.
+    private func answer(_ command: IncomingCommand, with handler: Handler, ledger: CommandLedger) async {
+        let outcome: Result<Data, CommandErrorReply>
+        do {
+            outcome = .success(try await handler.run(command.body))
+        } catch {
+            let reply: CommandErrorReply =
+                switch error {
+                case let reply as CommandErrorReply: reply
+                case let refusal as CommandError: CommandErrorReply(refusal.code, refusal.description)
+                default: CommandErrorReply(.failed, "\(error)")
+                }
+            logger.warning(
+                "command refused",
+                metadata: ["command.method": "\(command.method)", "command.code": "\(reply.code.rawValue)", "command.error": "\(reply.message)"])
+            outcome = .failure(reply)
+        }
+        for waiting in ledger.finish(command, with: outcome) {
+            switch outcome {
+            case .success(let reply): try? bus.reply(to: waiting, encodedBody: reply)
+            case .failure(let error): try? bus.reply(to: waiting, error: error)
             }
         }
     }
@@ -105,6 +144,67 @@ extension CommandDispatcher {
         case is Double.Type: "a number"
         case is Bool.Type: "true or false"
         default: "\(type)".contains("Array") ? "an array" : "an object"
+        }
+    }
+}
+
+/// The commands a dispatcher is answering and the last replies it gave, by request id: a
+/// retry of a command answered is given the same reply, and a retry of one still running
+/// waits for its answer (the caller's first attempt is gone with the socket it replaced, so
+/// the retry's is the answer it reads).
+final class CommandLedger: Sendable {
+    enum Arrival: Equatable {
+        /// Answered already: this is the reply.
+        case answered(Data)
+        /// Its first attempt still runs: answered with it.
+        case joined
+        /// To run now, in turn or in a task of its own.
+        case inTurn, alongside
+    }
+
+    private struct Run {
+        let alongside: Bool
+        var retries: [IncomingCommand] = []
+    }
+
+    private struct State {
+        var replies: RecentReplies
+        /// Each command that runs, with the retries that wait for it, by request id.
+        var running: [String: Run] = [:]
+        /// How many of them run alongside.
+        var alongside = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(capacity: Int) {
+        state = Mutex(State(replies: RecentReplies(capacity: capacity)))
+    }
+
+    /// What to do with `command`; one to run is counted as running until ``finish(_:with:)``.
+    func arrive(_ command: IncomingCommand, alongside: Bool, limit: Int) -> Arrival {
+        state.withLock { state in
+            if let reply = state.replies[command.requestID] { return .answered(reply) }
+            if state.running[command.requestID] != nil {
+                state.running[command.requestID]?.retries.append(command)
+                return .joined
+            }
+            let runsAlongside = alongside && state.alongside < limit
+            state.running[command.requestID] = Run(alongside: runsAlongside)
+            guard runsAlongside else { return .inTurn }
+            state.alongside += 1
+            return .alongside
+        }
+    }
+
+    /// Ends `command`'s run: a reply is kept for later retries (an error is not: a retry
+    /// tries again); returns the command and every retry of it to answer.
+    func finish(_ command: IncomingCommand, with outcome: Result<Data, CommandErrorReply>) -> [IncomingCommand] {
+        state.withLock { state in
+            if case .success(let reply) = outcome { state.replies[command.requestID] = reply }
+            guard let run = state.running.removeValue(forKey: command.requestID) else { return [command] }
+            if run.alongside { state.alongside -= 1 }
+            return [command] + run.retries
         }
     }
 }

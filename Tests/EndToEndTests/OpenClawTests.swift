@@ -148,8 +148,18 @@ import Glibc
         let started = ContinuousClock.now
         // Sent while the faults happen.
         let sending = Task {
+            // How long each answer took: printed, so that a slow protod shows before it fails.
+            var waits: [Duration] = []
+            defer {
+                let sorted = waits.sorted()
+                if let slowest = sorted.last {
+                    print("send answered in \(sorted[sorted.count / 2]) p50, \(sorted[sorted.count * 99 / 100]) p99, \(slowest) at most (\(waits.count) sends)")
+                }
+            }
             for content in contents {
+                let asked = ContinuousClock.now
                 _ = try await bus.request(SendMessageCommand.self, .init(id: .random(), content: content))
+                waits.append(asked.duration(to: .now))
             }
         }
         func delivered() async -> Int { await Set(deliveries.entries.filter { $0.value.status == .delivered }.map(\.value.id)).count }

@@ -35,6 +35,13 @@ public final class ConversationJournal: Sendable {
         name = try database.read { db in try String.fetchOne(db, sql: "SELECT name FROM identity WHERE id = 1") } ?? ""
     }
 
+    /// Closes the journal, its write-ahead log moved into the database and emptied first.
+    /// Called once nothing uses it any more.
+    public func close() throws {
+        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try database.close()
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("create journal") { db in

@@ -151,11 +151,13 @@ public struct HistoryMerge: Sendable, Equatable {
         // Today's gateways key a turn's user entry with its `chat.send` (`<key>:user`): such an
         // entry is that message, exactly, whatever its text.
         var owners: [Int: Int] = [:]  // history index → sent index
+        var taken: Set<Int> = []  // the sent indices owners holds, to look up in constant time
         let byKey = Dictionary(sent.indices.map { (ChatTranscriptMessage.userTurnKey(of: sent[$0].id.value), $0) }, uniquingKeysWith: { first, _ in first })
         var keyed: Set<Int> = []
         for index in users {
-            guard let key = history[index].turnKey, let candidate = byKey[key], !owners.values.contains(candidate) else { continue }
+            guard let key = history[index].turnKey, let candidate = byKey[key], !taken.contains(candidate) else { continue }
             owners[index] = candidate
+            taken.insert(candidate)
             keyed.insert(index)
             result.found.insert(sent[candidate].id)
             result.foundByKey.insert(sent[candidate].id)
@@ -165,16 +167,17 @@ public struct HistoryMerge: Sendable, Equatable {
         for index in users where author(index) == nil && owners[index] == nil && history[index].turnKey == nil {
             let text = texts[index]
             guard
-                let matched = (nextCandidate..<sent.count).first(where: { !owners.values.contains($0) && same(text, sent[$0].text) && reaches(index, $0) })
+                let matched = (nextCandidate..<sent.count).first(where: { !taken.contains($0) && same(text, sent[$0].text) && reaches(index, $0) })
             else { continue }
             owners[index] = matched
+            taken.insert(matched)
             result.found.insert(sent[matched].id)
             nextCandidate = matched + 1
         }
         // Turns do not always run in the order their messages were sent (a message released from
         // the gateway's queue, one written again after a restart): a message still unmatched
         // takes the first free entry of its text within its reach, whatever comes before it.
-        for candidate in sent.indices where !owners.values.contains(candidate) {
+        for candidate in sent.indices where !taken.contains(candidate) {
             guard
                 let index = users.first(where: { index in
                     owners[index] == nil && history[index].turnKey == nil && author(index) == nil && same(texts[index], sent[candidate].text)
@@ -182,9 +185,10 @@ public struct HistoryMerge: Sendable, Equatable {
                 })
             else { continue }
             owners[index] = candidate
+            taken.insert(candidate)
             result.found.insert(sent[candidate].id)
         }
-        let matchedSent = Set(owners.values)
+        let matchedSent = taken
         /// A match is certain when nothing else of the same text could take its place: no other
         /// entry that may be Tether's within the message's reach, no other message of Tether's
         /// that the entry could be.
@@ -442,7 +446,8 @@ public struct HistoryMerge: Sendable, Equatable {
     /// A text without the time stamp the gateway strips from the start of a user entry
     /// (`[Thu 2026-11-26 08:14 UTC] `).
     static func withoutTimeStamp(_ text: String) -> String {
-        guard let match = text.prefixMatch(of: /\[[A-Za-z]{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\] */) else { return text }
+        // A regex literal is parsed each time it is evaluated: most texts are passed by first.
+        guard text.hasPrefix("["), let match = text.prefixMatch(of: /\[[A-Za-z]{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2}[^\]]*\] */) else { return text }
         return String(text[match.range.upperBound...])
     }
 

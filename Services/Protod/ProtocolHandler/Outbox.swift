@@ -102,6 +102,14 @@ public struct Outbox: Sendable {
         try Self.migrator.migrate(database)
     }
 
+    /// Closes the outbox, its write-ahead log moved into the database and emptied first: a
+    /// stopped set leaves whole database files, not whenever the process lets go of them.
+    /// Called once nothing uses it any more.
+    public func close() throws {
+        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try database.close()
+    }
+
     private static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("create outbox") { db in

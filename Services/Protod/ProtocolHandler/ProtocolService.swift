@@ -39,6 +39,8 @@ public enum ProtocolCounter {
 public struct ProtocolService: Service {
     private let bus: any Bus
     private let engine: ProtocolEngine
+    private let outbox: Outbox
+    private let journal: ConversationJournal
     private let logger: Logger
 
     /// - Parameters:
@@ -51,6 +53,8 @@ public struct ProtocolService: Service {
         counters: ProgramCounters = ProgramCounters(), logger: Logger
     ) {
         self.bus = bus
+        self.outbox = outbox
+        self.journal = journal
         self.logger = logger
         self.engine = ProtocolEngine(
             bus: bus, outbox: outbox, journal: journal, settings: settings, damaged: damaged, storage: storage, counters: counters,
@@ -64,31 +68,33 @@ public struct ProtocolService: Service {
         let bus = self.bus
         var builder = CommandDispatcher(bus: bus, logger: logger)
         let engine = self.engine
+        // A command that waits on the gateway's answer runs alongside: a send is not left
+        // unanswered behind it while the gateway is slow or gone.
         builder.on(SendMessageCommand.self) { request in
             try await engine.send(request)
         }
         builder.on(CancelCommand.self) { request in
             try await engine.cancel(request.id)
         }
-        builder.on(AbortCommand.self) { request in
+        builder.on(AbortCommand.self, .alongside) { request in
             try await engine.abort(request.id)
         }
         builder.on(ApprovalsCommand.self) { _ in
             try await engine.approvals()
         }
-        builder.on(ApproveCommand.self) { request in
+        builder.on(ApproveCommand.self, .alongside) { request in
             try await engine.approve(request)
         }
-        builder.on(SessionsCommand.self) { _ in
+        builder.on(SessionsCommand.self, .alongside) { _ in
             try await engine.sessions()
         }
-        builder.on(ModelsCommand.self) { _ in
+        builder.on(ModelsCommand.self, .alongside) { _ in
             try await engine.models()
         }
-        builder.on(AgentsCommand.self) { _ in
+        builder.on(AgentsCommand.self, .alongside) { _ in
             try await engine.agents()
         }
-        builder.on(SessionSetCommand.self) { request in
+        builder.on(SessionSetCommand.self, .alongside) { request in
             try await engine.setSession(request)
         }
         builder.on(SessionUseCommand.self) { request in
@@ -119,6 +125,14 @@ public struct ProtocolService: Service {
             }
             try? await gracefulShutdown()
             group.cancelAll()
+        }
+        // Every task that used the stores has ended: closed now, not whenever the process lets go of them.
+        for (what, close) in [("the outbox", outbox.close), ("the conversation journal", journal.close)] {
+            do {
+                try close()
+            } catch {
+                logger.warning("\(what) did not close cleanly; SQLite recovers its write-ahead log at the next start", metadata: ["error": "\(error)"])
+            }
         }
     }
 }
