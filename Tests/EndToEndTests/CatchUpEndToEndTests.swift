@@ -45,7 +45,9 @@ import TetherWire
         _ = other.send("while you were away")
         let answered = await eventually(timeout: .seconds(20)) { set.openClawTranscript().contains { $0.text == "You said: while you were away" } }
         #expect(answered)
-        let before = await out.entries.count
+        // Request ids start again on each connection: an answer is looked for among those that
+        // came after the connection was lost, or the first connection's `history:1` is taken.
+        let (before, inboundBefore) = (await out.entries.count, await inbound.entries.count)
         kill(connd, SIGKILL)
         #expect(await set.awaitRestart(of: "connd", replacing: connd))
         let caughtUp = await eventually(timeout: .seconds(20)) {
@@ -55,7 +57,7 @@ import TetherWire
         let entries = try await bus.request(TranscriptCommand.self, .init(limit: 100)).entries
         #expect(caughtUp, "\(entries.map(\.content))")
         #expect(entries.count { $0.content == "while you were away" } == 1, "added twice")
-        let after = Self.lookups(Array(await out.entries.map(\.value)[before...]), await inbound.entries.map(\.value))
+        let after = Self.lookups(Array(await out.entries.map(\.value)[before...]), Array(await inbound.entries.map(\.value)[inboundBefore...]))
         let first = try #require(after.first, "no lookup after the reconnect")
         let params = first.request["params"] as? [String: Any] ?? [:]
         #expect(params["cursor"] is String && params["limit"] == nil, "a page was fetched: \(params)")

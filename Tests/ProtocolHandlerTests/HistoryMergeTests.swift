@@ -148,6 +148,34 @@ import TetherWire
         #expect(merge.entries.map(\.id.value) == ["a:reply", "b:reply"])
     }
 
+    @Test func aReplyStoppedLiveKeepsTheReasonSaidWhenTheHistoryHasMoreOfIt() {
+        // Stopped with chat.abort while the live text was behind the gateway's: the history's
+        // longer text is published, with the reason said when it stopped, not the history's.
+        let stopped = "the reply was stopped (chat.abort)"
+        var memory = TranscriptMemory()
+        memory.remember(
+            TranscriptEntry(
+                id: MessageID("b:reply"), sender: .bot(name: "Bot"), content: "partial", timestamp: Self.at(5), status: .incomplete,
+                inReplyTo: MessageID("b"), detail: stopped))
+        memory.remember(
+            TranscriptEntry(
+                id: MessageID("b:reply"), sender: .bot(name: "Bot"), content: "partial", timestamp: Self.at(5), status: .incomplete,
+                inReplyTo: MessageID("b"), detail: HistoryMerge.abortedDetail))
+        let (entries, details) = (memory.entries, memory.details)
+        let merge = HistoryMerge.merge(
+            [Self.user("second", at: 4), Self.assistant("partial text", at: 5, stopReason: "aborted")], limit: 100,
+            context: HistoryMerge.Context(
+                sent: [Self.sent("b", "second", at: 3)], clockOffset: 0, botName: "Bot", ownLabel: Self.own, known: { entries[$0] },
+                detail: { details[$0] }))
+        let reply = merge.entries.first { $0.id == MessageID("b:reply") }
+        #expect(reply?.content == "partial text" && reply?.status == .incomplete)
+        #expect(reply?.detail == stopped, "\(reply?.detail ?? "no detail")")
+        // With nothing said before, the history's words.
+        let fresh = Self.merge(
+            [Self.user("second", at: 4), Self.assistant("partial text", at: 5, stopReason: "aborted")], sent: [Self.sent("b", "second", at: 3)])
+        #expect(fresh.replies[MessageID("b")]?.detail == HistoryMerge.abortedDetail)
+    }
+
     @Test func anAbortedRunWithOnlyTheGatewaysEntryStillHasItsReply() {
         var injected = Self.assistant("so far", at: 5, id: "inj")
         injected.model = ChatTranscriptMessage.gatewayInjected

@@ -63,10 +63,13 @@ public struct HistoryMerge: Sendable, Equatable {
     public struct KnownDetail: Sendable, Equatable {
         public var tool: ToolCall?
         public var thinking: String?
+        /// Why an incomplete entry is incomplete, as it was said when it ended.
+        public var incompleteBecause: String?
 
-        public init(tool: ToolCall? = nil, thinking: String? = nil) {
+        public init(tool: ToolCall? = nil, thinking: String? = nil, incompleteBecause: String? = nil) {
             self.tool = tool
             self.thinking = thinking
+            self.incompleteBecause = incompleteBecause
         }
     }
 
@@ -242,6 +245,11 @@ public struct HistoryMerge: Sendable, Equatable {
                 let newThinking = entry.thinking != nil && context.detail(entry.id)?.thinking != entry.thinking
                 if same && !newThinking { return }
                 if same { entry.content = existing.content }
+            }
+            // Incomplete already, for a reason said when it ended (stopped with chat.abort):
+            // the history's general words do not replace it.
+            if entry.status == .incomplete, context.known(entry.id)?.status == .incomplete, let reason = context.detail(entry.id)?.incompleteBecause {
+                entry.detail = reason
             }
             published.append((index, entry))
             publishedIDs.insert(entry.id)

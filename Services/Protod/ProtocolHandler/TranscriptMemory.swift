@@ -31,9 +31,12 @@ struct TranscriptMemory: Sendable {
             }
         }
         entries[entry.id] = (entry.content, entry.status)
-        if entry.tool != nil || entry.thinking != nil {
+        let reason = entry.status == .incomplete ? entry.detail : nil
+        if entry.tool != nil || entry.thinking != nil || reason != nil {
             let known = details[entry.id]
-            details[entry.id] = HistoryMerge.KnownDetail(tool: entry.tool ?? known?.tool, thinking: entry.thinking ?? known?.thinking)
+            details[entry.id] = HistoryMerge.KnownDetail(
+                tool: entry.tool ?? known?.tool, thinking: entry.thinking ?? known?.thinking,
+                incompleteBecause: reason.map { known?.incompleteBecause ?? $0 } ?? known?.incompleteBecause)
         }
         if let gatewayID = entry.gatewayID { publishedGatewayIDs[gatewayID] = entry.id }
         if order.count > Self.limit {
