@@ -59,6 +59,14 @@ public enum StoredDatabase {
         return (store, ReplacedDatabase(file: path, movedTo: movedTo, problem: problem, words: words, at: now))
     }
 
+    /// Closes a database once nothing uses it any more, its write-ahead log moved into the
+    /// file and emptied first: a stopped set leaves whole database files, whichever of its
+    /// connections closes last, not whenever the process lets go of them.
+    public static func close(_ database: some DatabaseWriter) throws {
+        _ = try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+        try database.close()
+    }
+
     /// Refuses, in words, a store that a newer Tether changed in ways `migrator` does not know
     /// (it names migrations this version lacks): this version would misread it, and a new
     /// one in its place would hide what it holds. The file is left exactly as it is.

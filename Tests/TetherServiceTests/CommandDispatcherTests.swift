@@ -67,12 +67,18 @@ import TetherTesting
         return (bus.client("caller"), serving)
     }
 
+    /// Asks `Slow` and returns once its handler waits at the gate.
+    static func heldAtTheGate(_ gate: Gate, _ caller: InMemoryBus.Client, word: String, requestID: String) async throws -> Task<Slow.Reply, any Error> {
+        let asked = Task { try await caller.request(Slow.self, .init(word: word), requestID: requestID, timeout: .seconds(30), attempts: 1) }
+        while gate.runs == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        return asked
+    }
+
     @Test func aCommandRunAlongsideDoesNotHoldUpTheOnesBehindIt() async throws {
         let gate = Gate()
         let (caller, serving) = try await Self.serving(.alongside, gate: gate)
         defer { serving.cancel() }
-        let slow = Task { try await caller.request(Slow.self, .init(word: "late"), requestID: "slow-1", timeout: .seconds(30), attempts: 1) }
-        while gate.runs == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let slow = try await Self.heldAtTheGate(gate, caller, word: "late", requestID: "slow-1")
         // The slow one still waits at the gate: the quick one is answered all the same.
         let quick = try await caller.request(Quick.self, .init(), requestID: "quick-1", timeout: .seconds(5), attempts: 1)
         #expect(quick == .init(done: true))
@@ -84,8 +90,7 @@ import TetherTesting
         let gate = Gate()
         let (caller, serving) = try await Self.serving(.inTurn, gate: gate)
         defer { serving.cancel() }
-        let slow = Task { try await caller.request(Slow.self, .init(word: "late"), requestID: "slow-1", timeout: .seconds(30), attempts: 1) }
-        while gate.runs == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let slow = try await Self.heldAtTheGate(gate, caller, word: "late", requestID: "slow-1")
         await #expect(throws: BusError.self) {
             try await caller.request(Quick.self, .init(), requestID: "quick-1", timeout: .milliseconds(300), attempts: 1)
         }
@@ -97,8 +102,7 @@ import TetherTesting
         let gate = Gate()
         let (caller, serving) = try await Self.serving(.alongside, gate: gate)
         defer { serving.cancel() }
-        let first = Task { try await caller.request(Slow.self, .init(word: "once"), requestID: "same", timeout: .seconds(30), attempts: 1) }
-        while gate.runs == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let first = try await Self.heldAtTheGate(gate, caller, word: "once", requestID: "same")
         // The caller's retry: its first socket is gone, so the retry's answer is the one it reads.
         let asking = Mutex(false)
         let retry = Task {

@@ -38,8 +38,7 @@ public final class ConversationJournal: Sendable {
     /// Closes the journal, its write-ahead log moved into the database and emptied first.
     /// Called once nothing uses it any more.
     public func close() throws {
-        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        try database.close()
+        try StoredDatabase.close(database)
     }
 
     private static var migrator: DatabaseMigrator {

@@ -245,11 +245,11 @@ public struct HistoryMerge: Sendable, Equatable {
                 let newThinking = entry.thinking != nil && context.detail(entry.id)?.thinking != entry.thinking
                 if same && !newThinking { return }
                 if same { entry.content = existing.content }
-            }
-            // Incomplete already, for a reason said when it ended (stopped with chat.abort):
-            // the history's general words do not replace it.
-            if entry.status == .incomplete, context.known(entry.id)?.status == .incomplete, let reason = context.detail(entry.id)?.incompleteBecause {
-                entry.detail = reason
+                // Incomplete already, for a reason said when it ended (stopped with chat.abort):
+                // the history's general words do not replace it.
+                if entry.status == .incomplete, existing.status == .incomplete, let reason = context.detail(entry.id)?.incompleteBecause {
+                    entry.detail = reason
+                }
             }
             published.append((index, entry))
             publishedIDs.insert(entry.id)

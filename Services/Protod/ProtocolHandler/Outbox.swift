@@ -106,8 +106,7 @@ public struct Outbox: Sendable {
     /// stopped set leaves whole database files, not whenever the process lets go of them.
     /// Called once nothing uses it any more.
     public func close() throws {
-        try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        try database.close()
+        try StoredDatabase.close(database)
     }
 
     private static var migrator: DatabaseMigrator {

@@ -36,7 +36,7 @@ struct TranscriptMemory: Sendable {
             let known = details[entry.id]
             details[entry.id] = HistoryMerge.KnownDetail(
                 tool: entry.tool ?? known?.tool, thinking: entry.thinking ?? known?.thinking,
-                incompleteBecause: reason.map { known?.incompleteBecause ?? $0 } ?? known?.incompleteBecause)
+                incompleteBecause: known?.incompleteBecause ?? reason)
         }
         if let gatewayID = entry.gatewayID { publishedGatewayIDs[gatewayID] = entry.id }
         if order.count > Self.limit {

@@ -31,8 +31,7 @@ public struct TranscriptStore: Sendable {
     /// database and emptied first: a stopped set leaves whole database files, whichever of
     /// the pool's connections closes last.
     public func close() throws {
-        _ = try database.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-        try database.close()
+        try StoredDatabase.close(database)
     }
 
     /// Writes on the calling task's thread, blocking it for the commit, as the changes the
